@@ -1,0 +1,80 @@
+"""Comparing a submission's output with the reference: the competition's semantics plus contract checks."""
+from __future__ import annotations
+
+import torch
+
+
+@torch.no_grad()
+def mismatch_mask(received: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    """Elements that fail |r - e| <= atol + rtol*|e|, or whose NaN / +Inf / -Inf status differs."""
+    r, e = received.double(), expected.double()
+    bad = (r - e).abs() > atol + rtol * e.abs()
+    bad |= torch.isnan(r) ^ torch.isnan(e)
+    bad |= torch.isposinf(r) ^ torch.isposinf(e)
+    bad |= torch.isneginf(r) ^ torch.isneginf(e)
+    # NaN compares false in `>` above, so a NaN on both sides passes, as in the competition.
+    return bad
+
+
+def _describe(mask: torch.Tensor, received, expected, max_print: int) -> list[str]:
+    count = int(mask.count_nonzero())
+    if count == 0:
+        return []
+    lines = [f"Number of mismatched elements: {count}"]
+    for index in torch.nonzero(mask)[:max_print]:
+        i = tuple(index.tolist())
+        lines.append(f"ERROR AT {i}: {received[i]} {expected[i]}")
+    if count > max_print:
+        lines.append(f"... and {count - max_print} more mismatched elements.")
+    return lines
+
+
+@torch.no_grad()
+def verbose_allclose(received, expected, rtol=1e-05, atol=1e-08, max_print=5) -> list[str]:
+    """The competition's comparison: [] when close, else a count and the first mismatches."""
+    if received.shape != expected.shape:
+        return ["SIZE MISMATCH"]
+    return _describe(mismatch_mask(received, expected, rtol, atol), received, expected, max_print)
+
+
+@torch.no_grad()
+def verbose_allequal(received, expected, max_print=5) -> list[str]:
+    """Exact equality, reported like `verbose_allclose`."""
+    if received.shape != expected.shape:
+        return ["SIZE MISMATCH"]
+    return _describe(torch.ne(received, expected), received, expected, max_print)
+
+
+def contract_problem(output, expected: torch.Tensor) -> str | None:
+    """Why `output` breaks the task's output contract (type, dtype, shape, device), or None.
+
+    The competition checks only values, so an fp32 result or one on the CPU passed there; here it fails.
+    """
+    if not isinstance(output, torch.Tensor):
+        return f"custom_kernel returned {type(output).__name__}, expected a torch.Tensor"
+    if output.dtype != expected.dtype:
+        return f"output dtype is {output.dtype}, expected {expected.dtype}"
+    if tuple(output.shape) != tuple(expected.shape):
+        return f"output shape is {list(output.shape)}, expected {list(expected.shape)}"
+    if output.device != expected.device:
+        return f"output is on {output.device}, expected {expected.device} (the inputs' device)"
+    return None
+
+
+def match_reference(data, output, reference, rtol=1e-05, atol=1e-08) -> tuple[bool, str]:
+    """Compute the reference on `data` and compare: (passed, message)."""
+    expected = reference(data)
+    problem = contract_problem(output, expected)
+    if problem:
+        return False, problem
+    reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
+    if reasons:
+        return False, "mismatch found! custom implementation doesn't match reference: " + " ".join(reasons)
+    return True, ""
+
+
+def make_match_reference(reference, **kwargs):
+    """check_implementation(data, output) bound to a reference and tolerances."""
+    def check(data, output):
+        return match_reference(data, output, reference=reference, **kwargs)
+    return check
