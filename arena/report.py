@@ -1,0 +1,147 @@
+"""Writing results: the competition's `key: value` lines, a readable terminal report, and JSON."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+import torch
+
+from arena.modes import CaseResult, geomean_us
+
+
+# ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
+
+def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = None) -> list[tuple[str, str]]:
+    """Exactly the keys the official evaluators write, in their order; times in ns."""
+    lines = []
+    if mode == "test":
+        lines.append(("test-count", str(len(results))))
+        for r in results:
+            lines += [(f"test.{r.index}.spec", r.spec), (f"test.{r.index}.status", "pass" if r.passed else "fail")]
+            if not r.passed:
+                lines.append((f"test.{r.index}.error", _one_line(r.error)))
+            elif r.message:
+                lines.append((f"test.{r.index}.message", _one_line(r.message)))
+    elif mode == "profile":
+        lines.append(("benchmark-count", str(len(results))))
+        for r in results:
+            lines.append((f"benchmark.{r.index}.spec", r.spec))
+            text = (reports or {}).get(r.index, "") or r.error
+            lines.append((f"benchmark.{r.index}.report", base64.b64encode(text.encode(), altchars=b"+*").decode()))
+    else:
+        lines.append(("benchmark-count", str(len(results))))
+        for r in results:
+            lines.append((f"benchmark.{r.index}.spec", r.spec))
+            if r.passed and r.stats:
+                s = r.stats
+                lines += [(f"benchmark.{r.index}.{k}", str(v))
+                          for k, v in (("runs", s.runs), ("mean", s.mean), ("std", s.std), ("err", s.err),
+                                       ("best", s.best), ("worst", s.worst))]
+            else:
+                lines += [(f"benchmark.{r.index}.status", "fail"), (f"benchmark.{r.index}.error", _one_line(r.error))]
+    passed = all(r.passed for r in results)
+    lines.append(("check", "pass" if passed else "fail"))
+    return lines
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def write_popcorn(fd: int, lines: list[tuple[str, str]]):
+    with os.fdopen(fd, "w") as out:
+        for key, value in lines:
+            out.write(f"{key}: {value}\n")
+
+
+# ---- the machine -------------------------------------------------------------------------------------
+
+def system_info() -> dict:
+    info = {"python": platform.python_version(), "torch": torch.__version__, "host": platform.machine()}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, capability=f"sm_{props.major}{props.minor}", sms=props.multi_processor_count,
+                    l2_mb=round(props.L2_cache_size / 2**20, 1), cuda=torch.version.cuda, driver=_driver_version())
+    else:
+        info["gpu"] = None
+    return info
+
+
+def _driver_version() -> str | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout
+        return out.strip().splitlines()[0] if out.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# ---- JSON --------------------------------------------------------------------------------------------
+
+def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: dict,
+               reports: dict | None = None):
+    doc = {"mode": mode, "task": task, "submission": submission, "system": info,
+           "passed": all(r.passed for r in results), "cases": [r.as_dict() for r in results]}
+    if mode in ("benchmark", "leaderboard"):
+        doc["geomean_us"] = geomean_us(results)
+    if reports:
+        doc["profiles"] = {str(k): v for k, v in reports.items()}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2, default=str)
+
+
+# ---- the terminal ------------------------------------------------------------------------------------
+
+def render(console, mode: str, results: list[CaseResult], info: dict, reports: dict | None = None):
+    from rich.table import Table
+
+    gpu = f"{info['gpu']} ({info['capability']}, {info['sms']} SMs, L2 {info['l2_mb']} MB), driver " \
+          f"{info.get('driver') or '?'}, CUDA {info.get('cuda')}" if info.get("gpu") else "CPU only"
+    console.print(f"[dim]{gpu}; torch {info['torch']}; Python {info['python']}[/dim]")
+    if mode == "test":
+        table = Table(show_header=True, header_style="bold")
+        for column in ("", "#", "case", "result"):
+            table.add_column(column)
+        for r in results:
+            mark = "[green]✔[/green]" if r.passed else "[red]✘[/red]"
+            table.add_row(mark, str(r.index), r.spec, r.message or ("pass" if r.passed else f"[red]{r.error}[/red]"))
+        console.print(table)
+        for r in results:
+            if not r.passed and r.details:
+                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
+                for line in r.details[:8]:
+                    console.print(f"    {line}", markup=False)
+    elif mode == "profile":
+        for r in results:
+            console.print(f"[bold]case {r.index}[/bold] ({r.spec})")
+            console.print((reports or {}).get(r.index) or f"[red]{r.error}[/red]", markup=False)
+    else:
+        table = Table(show_header=True, header_style="bold")
+        for column in ("", "#", "case", "mean ± err (µs)", "best", "median", "runs", "% of SOL"):
+            table.add_column(column, justify="right" if column not in ("", "case") else "left")
+        for r in results:
+            if r.passed and r.stats:
+                s = r.stats
+                sol = f"{100 * r.sol_us * 1e3 / s.mean:.1f}%" if r.sol_us else "—"
+                table.add_row("[green]✔[/green]", str(r.index), r.spec, f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f}",
+                              f"{s.best / 1e3:.3f}", f"{s.median / 1e3:.3f}", str(s.runs), sol)
+            else:
+                table.add_row("[red]✘[/red]", str(r.index), r.spec, f"[red]{r.error}[/red]", "", "", "", "")
+        geo = geomean_us(results)
+        console.print(table)
+        if geo is not None:
+            console.print(f"geometric mean: [bold]{geo:.3f} µs[/bold]")
+        for r in results:
+            for warning in r.warnings:
+                console.print(f"[yellow]⚠ case {r.index}: {warning}[/yellow]")
+        if not info.get("gpu"):
+            console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
+    passed = sum(r.passed for r in results)
+    colour = "green" if passed == len(results) else "red"
+    console.print(f"[{colour}]{passed} of {len(results)} cases passed[/{colour}]")

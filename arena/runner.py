@@ -1,0 +1,102 @@
+"""The trusted side of the process boundary: starts, feeds, times out and replaces the worker."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+from arena import worker as worker_module
+
+
+class WorkerFailure(RuntimeError):
+    """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
+
+    def __init__(self, message: str, replace: bool = False, traceback: str = ""):
+        super().__init__(message)
+        self.replace = replace          # the worker is gone or poisoned: start a new one
+        self.traceback = traceback
+
+
+class Worker:
+    """One spawned worker process holding the imported submission."""
+
+    def __init__(self, submission: str, task_folder: str, device: str, import_timeout: float):
+        self.args = (submission, task_folder, device)
+        self.import_timeout = import_timeout
+        self.process = None
+        self.conn = None
+
+    def start(self):
+        context = multiprocessing.get_context("spawn")
+        parent_end, child_end = context.Pipe()
+        self.process = context.Process(target=worker_module.main, args=(child_end, *self.args), daemon=True)
+        self.process.start()
+        child_end.close()
+        self.conn = parent_end
+        reply = self._receive(self.import_timeout, "importing the submission")
+        if "error" in reply:
+            self.stop()
+            raise WorkerFailure(reply["error"], replace=True, traceback=reply.get("traceback", ""))
+
+    def _receive(self, timeout: float, doing: str) -> dict:
+        try:
+            ready = self.conn.poll(timeout)
+        except (EOFError, OSError):
+            ready = True
+        if not ready:
+            self.stop()
+            raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)", replace=True)
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError, ConnectionError):
+            code = self._exit_code()
+            self.stop()
+            raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
+                                replace=True) from None
+
+    def _exit_code(self):
+        self.process.join(timeout=5)
+        return self.process.exitcode
+
+    def request(self, op: str, timeout: float, **args) -> dict:
+        if self.process is None:
+            self.start()
+        try:
+            self.conn.send({"op": op, **args})
+        except (BrokenPipeError, OSError):
+            self.stop()
+            raise WorkerFailure("the submission's process is gone", replace=True) from None
+        reply = self._receive(timeout, f"running custom_kernel ({op})")
+        if "error" in reply:
+            broken = reply.get("cuda_broken", False)
+            if broken:
+                self.stop()
+            suffix = " (the CUDA context is broken; a new worker takes the next case)" if broken else ""
+            raise WorkerFailure(reply["error"] + suffix, replace=broken, traceback=reply.get("traceback", ""))
+        return reply
+
+    def stop(self):
+        if self.conn is not None:
+            try:
+                self.conn.send(None)
+            except Exception:
+                pass
+            self.conn.close()
+            self.conn = None
+        if self.process is not None:
+            self.process.join(timeout=2)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join(timeout=5)
+            self.process = None
+
+
+def describe_exit(code) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

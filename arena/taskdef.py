@@ -1,0 +1,87 @@
+"""A task folder (task.yml, task.py, reference.py): its cases, tolerances, speed of light and reference."""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from arena.specs import Case, format_spec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CASE_SETS = ("tests", "benchmarks", "robustness")
+
+
+class TaskError(ValueError):
+    """A task folder that cannot be used; the message names the file and the problem."""
+
+
+@dataclass
+class Task:
+    folder: Path
+    config: dict
+
+    @property
+    def name(self) -> str:
+        return self.folder.name if self.folder != REPO_ROOT else "nvfp4_gemm"
+
+    def cases(self, which: str) -> list[Case]:
+        entries = self.config.get(which) or []
+        sol = (self.config.get("speed_of_light_us") or []) if which == "benchmarks" else []
+        cases = []
+        for i, args in enumerate(entries):
+            if not isinstance(args, dict):
+                raise TaskError(f"{self.folder / 'task.yml'}: entry {i} of `{which}` is not a mapping: {args!r}")
+            case = Case(args=dict(args), spec=format_spec(args))
+            if i < len(sol):
+                case.extra["sol_us"] = float(sol[i])
+            cases.append(case)
+        return cases
+
+    def speed_of_light_us(self, args: dict) -> float | None:
+        """The SOL of the benchmark with the same arguments apart from the seed, if the task lists one."""
+        key = {k: v for k, v in args.items() if k != "seed"}
+        for case in self.cases("benchmarks"):
+            if {k: v for k, v in case.args.items() if k != "seed"} == key:
+                return case.extra.get("sol_us")
+        return None
+
+    @property
+    def tolerance(self) -> dict:
+        return dict(self.config.get("tolerance") or {"rtol": 1e-3, "atol": 1e-3})
+
+    def import_reference(self):
+        """Import this task's reference module (the task folder first on sys.path, the repo root after)."""
+        add_task_paths(self.folder)
+        for name in ("reference", "task"):
+            sys.modules.pop(name, None)
+        return importlib.import_module("reference")
+
+
+def add_task_paths(folder: Path):
+    for path in (str(REPO_ROOT), str(folder)):      # task folder ends up first
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
+
+
+def load_task(folder: str | Path | None) -> Task:
+    folder = Path(folder).resolve() if folder else REPO_ROOT
+    path = folder / "task.yml"
+    if not path.is_file():
+        raise TaskError(f"no task.yml in {folder}")
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise TaskError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+    if not isinstance(config, dict):
+        raise TaskError(f"{path}: expected a mapping at the top level")
+    for needed in ("reference.py", "task.py"):
+        if not (folder / needed).is_file():
+            raise TaskError(f"{folder}: missing {needed}")
+    task = Task(folder=folder, config=config)
+    for which in CASE_SETS:
+        task.cases(which)   # validate early: one clear line instead of a failure mid-run
+    return task

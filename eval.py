@@ -1,0 +1,148 @@
+"""nvfp4-arena evaluator: `python eval.py {test,benchmark,leaderboard,profile} [SPECFILE]`.
+
+With POPCORN_FD set (the competition's runner), it speaks the official protocol: `key: value` lines on that
+file descriptor, times in ns, exit codes 0 / 112 (failed) / 113 (bad spec) / 2 (usage). Otherwise it reads
+cases from task.yml (or SPECFILE) and prints a readable report.
+"""
+import os
+import sys
+
+import click
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
+MODES = ("test", "benchmark", "leaderboard", "profile")
+DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks"}
+
+
+def fail_setup(message: str, code: int):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("mode", type=click.Choice(MODES))
+@click.argument("specfile", required=False, type=click.Path(dir_okay=False))
+@click.option("--submission", default="submission.py", show_default=True, help="The submission file to evaluate.")
+@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@click.option("--set", "case_set", type=click.Choice(("tests", "benchmarks", "robustness")), default=None,
+              help="Which cases of task.yml to run (default: tests for test, benchmarks otherwise).")
+@click.option("--only", default=None, help="Comma-separated case numbers to run, e.g. 0,3.")
+@click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
+              "as in the competition's private runs.")
+@click.option("--json", "json_path", default=None, help="Also write the results to this JSON file.")
+@click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before the "
+              "submission is killed (its first case includes any JIT compile).")
+@click.option("--max-runs", type=int, default=None, help="Most timed calls per benchmark case.")
+@click.option("--max-time", type=float, default=None, help="Most seconds of timing per benchmark case.")
+def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time):
+    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard or profile."""
+    from arena.specs import SpecError, apply_secret_seed, parse_spec_text
+    from arena.taskdef import TaskError, load_task
+
+    popcorn_fd = os.environ.get("POPCORN_FD")
+    secret = _take_secret_seed(seed)
+    try:
+        task = load_task(task_dir)
+        if specfile:
+            try:
+                text = open(specfile).read()
+            except OSError as error:
+                fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
+            cases = parse_spec_text(text)
+            if not cases:
+                fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
+        else:
+            cases = task.cases(case_set or DEFAULT_SET[mode])
+    except (SpecError, TaskError) as error:
+        fail_setup(str(error), EXIT_SPEC)
+    for case in cases:
+        case.extra.setdefault("sol_us", task.speed_of_light_us(case.args))
+    indexed = list(enumerate(cases))
+    if only:
+        try:
+            wanted = {int(x) for x in only.split(",") if x.strip()}
+        except ValueError:
+            fail_setup(f"--only takes case numbers like 0,2; got {only!r}", EXIT_USAGE)
+        indexed = [(i, c) for i, c in indexed if i in wanted]
+        if not indexed:
+            fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
+    apply_secret_seed([c for _, c in indexed], secret)
+    if not os.path.isfile(submission):
+        fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+
+    results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd)
+    from arena import report
+    if popcorn_fd is not None:
+        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
+    else:
+        from rich.console import Console
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=140)      # logs and pipes: don't wrap the tables at 80 columns
+        report.render(console, mode, results, info, reports)
+    if json_path:
+        report.write_json(json_path, mode, task.name, submission, results, info, reports)
+    sys.exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAILED)
+
+
+def _take_secret_seed(cli_seed):
+    """The secret seed leaves the environment before any child process exists."""
+    raw = os.environ.pop("POPCORN_SEED", None)
+    if raw is None:
+        return cli_seed
+    try:
+        return int(raw)
+    except ValueError:
+        fail_setup(f"POPCORN_SEED must be an integer, got {raw!r}", EXIT_SPEC)
+
+
+def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd):
+    import torch
+    from arena.modes import CaseResult, Evaluator, Limits
+    from arena.report import system_info
+    from arena.runner import Worker, WorkerFailure
+
+    if popcorn_fd is not None:
+        os.set_inheritable(int(popcorn_fd), False)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        click.echo("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)",
+                   err=True)
+    ranked = mode == "leaderboard"
+    limits = Limits(case_timeout=timeout,
+                    max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
+                    max_wall=max_time or (30.0 if ranked else 10.0) / (1 if device == "cuda" else 5),
+                    check_every=ranked)
+    reference = task.import_reference()
+    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0))
+    evaluator = Evaluator(reference, worker, device, limits)
+    results, reports = [], {}
+    try:
+        import_error = None
+        try:
+            worker.start()
+        except WorkerFailure as failure:
+            import_error = str(failure)
+        for index, case in indexed:
+            if import_error:
+                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=import_error))
+                continue
+            if mode == "test":
+                results.append(evaluator.test(index, case))
+            elif mode == "profile":
+                result, table = evaluator.profile(index, case)
+                results.append(result)
+                reports[index] = table
+            else:
+                results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
+                if ranked and not results[-1].passed:
+                    break           # as the competition: a ranked run stops at the first failure
+    finally:
+        worker.stop()
+    return results, reports, system_info()
+
+
+if __name__ == "__main__":
+    main()
