@@ -79,8 +79,7 @@ static_assert(kStageABytes % 1024 == 0 && kStageBBytes % 1024 == 0 && kStageByte
 T5_HD constexpr uint32_t sfa_col(int s, int j) { return (uint32_t)(kAccCols + s * kSfColsPerStage + 4 * j); }
 // SFB: the full 128-row atom lands in 4 columns (rows 32c..32c+31 in column c); an N = 64 tile
 // whose rows start at n0 uses the two columns starting at (n0 % 128) / 32 (even: 8-byte aligned).
-T5_HD constexpr uint32_t sfb_col(int s, int j, int n0) {
-  return (uint32_t)(kAccCols + s * kSfColsPerStage + 16 + 4 * j + (n0 % 128) / 32);
-}
+T5_HD constexpr uint32_t sfb_cp_col(int s, int j) { return (uint32_t)(kAccCols + s * kSfColsPerStage + 16 + 4 * j); }
+T5_HD constexpr uint32_t sfb_col(int s, int j, int n0) { return sfb_cp_col(s, j) + (uint32_t)((n0 % 128) / 32); }
 
 }  // namespace t5
