@@ -44,10 +44,16 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t a = smem_u32(bar);
   uint32_t done;
+#ifdef NVFP4_TCGEN05_EMULATION
+  const long long t0 = clock64();  // emulation build only: a hang becomes a trap after ~20 s
+#endif
   do {
     asm volatile(
         "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
         : "=r"(done) : "r"(a), "r"(parity) : "memory");
+#ifdef NVFP4_TCGEN05_EMULATION
+    if (!done && clock64() - t0 > 40000000000ll) __trap();
+#endif
   } while (!done);
 }
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
