@@ -140,10 +140,11 @@ class Evaluator:
             batch = _batch_size(self.generate(case.args), self.device)
             samples, wall_samples, calls, started = [], [], 0, time.perf_counter()
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
-                originals = [self.generate(case.args, SEED_STRIDE * (calls + i + 1)) for i in range(batch)]
+                size = min(batch, limits.max_runs - len(samples))
+                originals = [self.generate(case.args, SEED_STRIDE * (calls + i + 1)) for i in range(size)]
                 wall_originals = [] if wall_samples else \
                     [self.generate(case.args, SEED_STRIDE * (10**6 + i)) for i in range(WALL_CALLS)]
-                calls += batch
+                calls += size
                 reply = self._call("time", inputs=[clone_data(d) for d in originals],
                                    wall_inputs=[clone_data(d) for d in wall_originals])
                 samples += reply["times_ns"]

@@ -1,0 +1,5 @@
+import time
+
+
+def custom_kernel(data):
+    time.sleep(3600)
