@@ -98,19 +98,21 @@ def main() -> int:
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device: {torch.cuda.get_device_name()} ({num_sms} SMs); lib: {os.path.relpath(args.lib, ROOT)}")
 
-    cases = [(s, "official", None) for s in TEST_SHAPES]
+    cases = [(s, 1, "official", None) for s in TEST_SHAPES]
     if not args.quick:
-        cases += [(s, "official", None) for s in BENCH_SHAPES]
-        # forced split-K paths and other value distributions (fractional / subnormal scales)
-        cases += [((128, 1536, 7168), "official", 3), ((256, 512, 2048), "allcodes", 2),
-                  ((256, 512, 2048), "quantized", 1)]
+        cases += [(s, 1, "official", None) for s in BENCH_SHAPES]
+        # forced split-K paths, batches (L = 2), other value distributions (fractional / subnormal scales)
+        cases += [((128, 1536, 7168), 1, "official", 3), ((256, 512, 1024), 2, "official", 1),
+                  ((256, 512, 1024), 2, "official", 2), ((256, 512, 2048), 1, "allcodes", 1),
+                  ((256, 512, 2048), 1, "allcodes", 2), ((256, 512, 2048), 1, "quantized", 1),
+                  ((128, 1024, 4096), 1, "quantized", 4)]
     rows, all_ok = [], True
-    for (m, n, k), dist, force_splits in cases:
-        data = generate_input(m, n, k, 1, 1111, data=dist)
+    for (m, n, k), l, dist, force_splits in cases:
+        data = generate_input(m, n, k, l, 1111, data=dist)
         ref = ref_kernel(tuple(t.clone() for t in data[:6]) + (data[6].clone(),)).clone()
         c = data[6]
         c.fill_(float("nan"))  # every element must be written
-        splits = force_splits or lib.nvfp4_gemm_sm100_choose_splits(m, n, k, 1, num_sms)
+        splits = force_splits or lib.nvfp4_gemm_sm100_choose_splits(m, n, k, l, num_sms)
         t0 = time.perf_counter()
         err, info, left = run_kernel(lib, data, splits)
         dt = time.perf_counter() - t0
@@ -123,24 +125,40 @@ def main() -> int:
         maxerr = float(torch.nan_to_num(diff, nan=float("inf")).max().item())
         exact = bool(torch.equal(c.view(torch.int16), ref.view(torch.int16)))
         ok = err == 0 and mism == 0 and left == 0
+        note = ""
+        if dist != "official" and err == 0 and left == 0 and nan == 0:
+            # Not exact in fp32 (fractional / wide-range scales): judge against the fp64 product instead.
+            # Pass if no element of the kernel is further from the fp64 value than the reference is, plus
+            # one fp16 ulp (accumulation order differs: blockwise-scaled sums vs one fp32 matmul).
+            from arena.emulation import scaled_gemm
+            t64 = torch.stack([scaled_gemm(*(t[:, :, i].cpu() for t in data[:4])) for i in range(l)], -1)
+            t64 = t64.to(torch.float64)
+            ulp = torch.clamp(torch.abs(t64.to(torch.float16).to(torch.float64)), min=2.0 ** -14)
+            ulp = ulp * 2.0 ** -10
+            kerr = (out.double().cpu() - t64).abs()
+            rerr = (refc.double().cpu() - t64).abs()
+            worse = int((kerr > rerr + ulp).sum().item())
+            note = (f"vs fp64: kernel max {kerr.max().item():g}, reference max {rerr.max().item():g}, "
+                    f"kernel worse than reference + 1 ulp: {worse}")
+            ok = worse == 0
         all_ok &= ok
-        rows.append(dict(m=m, n=n, k=k, dist=dist, splits=splits, max_abs_err=maxerr, mismatches=mism, nan=nan,
+        rows.append(dict(m=m, n=n, k=k, l=l, dist=dist, note=note, splits=splits, max_abs_err=maxerr, mismatches=mism, nan=nan,
                          bit_exact=exact, emu_error=EMU_ERRORS.get(err, err) if err else None,
                          emu_error_info=hex(info) if err else None, counters_left=left, seconds=round(dt, 3),
                          ok=ok))
         r = rows[-1]
-        print(f"{m:5d} {n:5d} {k:6d} {dist:9s} splits={splits} max_abs_err={maxerr:<8g} mismatches={mism:<7d} "
-              f"bit_exact={'yes' if exact else 'no '} emu_err={r['emu_error']} {dt:.2f}s {'OK' if ok else 'FAIL'}",
+        print(f"{m:5d} {n:5d} {k:6d} L={l} {dist:9s} splits={splits} max_abs_err={maxerr:<8g} mismatches={mism:<7d} "
+              f"bit_exact={'yes' if exact else 'no '} emu_err={r['emu_error']} {dt:.2f}s {'OK' if ok else 'FAIL'} {note}",
               flush=True)
     try:
         with open(args.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), f, indent=1)
     except OSError:
         pass
-    print("\n| M | N | K | data | splits | max abs err | mismatches | bit-exact | emulator error | result |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| M | N | K | L | data | splits | max abs err | mismatches | bit-exact | emulator error | result |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['m']} | {r['n']} | {r['k']} | {r['dist']} | {r['splits']} | {r['max_abs_err']:g} | "
+        print(f"| {r['m']} | {r['n']} | {r['k']} | {r['l']} | {r['dist']} | {r['splits']} | {r['max_abs_err']:g} | "
               f"{r['mismatches']} | {'yes' if r['bit_exact'] else 'no'} | {r['emu_error'] or '-'} | "
               f"{'PASS' if r['ok'] else 'FAIL'} |")
     print("ALL PASS" if all_ok else "SOME FAILED")

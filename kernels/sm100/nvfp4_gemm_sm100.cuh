@@ -56,14 +56,22 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 #endif
   } while (!done);
 }
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+// L2 cache policies (CUTLASS's constants): A and SFA are re-read by every CTA of a row of tiles, B and SFB
+// are read once.
+constexpr uint64_t kEvictFirst = 0x12F0000000000000ull, kEvictLast = 0x14F0000000000000ull;
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
+                                            uint64_t policy) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar)) : "memory");
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;"
+      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar)), "l"(policy)
+      : "memory");
 }
-__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                             uint64_t policy) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+               " [%0], [%1], %2, [%3], %4;"
+               ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy) : "memory");
 }
 
 struct Params {
@@ -119,12 +127,13 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
         uint8_t* st = smem + s * kStageBytes;
         const int kb = k_begin + i;
         mbar_arrive_expect_tx(&full_bar[s], kStageBytes);
-        tma_load_2d(st, &tmap_a, kb * (kBlockK / 2), l * p.M + m0, &full_bar[s]);
-        tma_load_2d(st + kStageABytes, &tmap_b, kb * (kBlockK / 2), l * p.N + n0, &full_bar[s]);
+        tma_load_2d(st, &tmap_a, kb * (kBlockK / 2), l * p.M + m0, &full_bar[s], kEvictLast);
+        tma_load_2d(st + kStageABytes, &tmap_b, kb * (kBlockK / 2), l * p.N + n0, &full_bar[s], kEvictFirst);
         bulk_load_1d(st + kStageABytes + kStageBBytes, sfa_src + (size_t)kb * kStageSFABytes, kStageSFABytes,
-                     &full_bar[s]);
+                     &full_bar[s], kEvictLast);
+        // SFB atoms of a 128-row group are shared by the two N = 64 tiles of the group
         bulk_load_1d(st + kStageABytes + kStageBBytes + kStageSFABytes, sfb_src + (size_t)kb * kStageSFBBytes,
-                     kStageSFBBytes, &full_bar[s]);
+                     kStageSFBBytes, &full_bar[s], kEvictLast);
       }
       __syncwarp();
     }
