@@ -12,7 +12,7 @@ import click
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
-MODES = ("test", "benchmark", "leaderboard", "profile")
+MODES = ("test", "benchmark", "leaderboard", "profile", "compile")
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks"}
 
 
@@ -36,8 +36,12 @@ def fail_setup(message: str, code: int):
               "submission is killed (its first case includes any JIT compile).")
 @click.option("--max-runs", type=int, default=None, help="Most timed calls per benchmark case.")
 @click.option("--max-time", type=float, default=None, help="Most seconds of timing per benchmark case.")
-def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time):
-    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard or profile."""
+@click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
+              help="compile mode: the target(s) to build for (default both).")
+def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs):
+    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile or compile."""
+    if mode == "compile":
+        sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a")))
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
     from arena.taskdef import TaskError, load_task
 
@@ -85,6 +89,31 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     if json_path:
         report.write_json(json_path, mode, task.name, submission, results, info, reports)
     sys.exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAILED)
+
+
+def compile_mode(submission, archs) -> int:
+    """Build the submission's CUDA sources with nvcc (no GPU needed); fail on a build error, a missing
+    tensor-core instruction or any register spill."""
+    from rich.console import Console
+    from arena.compile import CompileError, compile_submission, render
+
+    if not os.path.isfile(submission):
+        fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+    builds, problems = [], []
+    for arch in archs:
+        try:
+            builds += compile_submission(submission, arch)
+        except CompileError as error:
+            problems.append(str(error))
+    console = Console() if Console().is_terminal else Console(width=140)
+    if builds:
+        render(console, builds)
+    problems += [p for b in builds for p in b.problems()]
+    for problem in dict.fromkeys(problems):      # the same parse error is not repeated per arch
+        console.print(f"[red]✘ {problem}[/red]", markup=True)
+    if not problems:
+        console.print(f"[green]✔ {len(builds)} build(s): tensor-core instructions present, no spills[/green]")
+    return EXIT_OK if not problems else EXIT_FAILED
 
 
 def _take_secret_seed(cli_seed):
