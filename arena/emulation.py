@@ -11,6 +11,7 @@ import contextlib
 import torch
 
 from arena.formats import dequantize
+from arena.layouts import to_blocked
 
 
 def has_fp4_tensor_cores(device: torch.device) -> bool:
@@ -52,3 +53,18 @@ def fp4_gemm_reference(a, b, sfa, sfb, c: torch.Tensor) -> torch.Tensor:
     for l in range(c.shape[2]):
         c[:, :, l] = scaled_gemm(a[:, :, l], b[:, :, l], sfa[:, :, l], sfb[:, :, l]).to(c.dtype)
     return c
+
+
+def blackwell_scaled_mm(a, b, sfa, sfb, out_dtype=torch.float16) -> torch.Tensor:
+    """One batch through torch._scaled_mm exactly as the competition calls it (sm_100+ only):
+    A [M, K/2], B [N, K/2] fp4 on the GPU, plain scales [M, K/16], [N, K/16] anywhere -> A·Bᵀ [M, N]."""
+    return torch._scaled_mm(a, b.transpose(0, 1), to_blocked(sfa).cuda(), to_blocked(sfb).cuda(),
+                            bias=None, out_dtype=out_dtype)
+
+
+def block_scaled_mm(a, b, sfa, sfb, out_dtype=torch.float16) -> torch.Tensor:
+    """One batch of A·Bᵀ rounded once to `out_dtype`: the competition's torch._scaled_mm where FP4 tensor
+    cores exist, the exact emulation (`scaled_gemm`) everywhere else. Scales may live on the CPU."""
+    if has_fp4_tensor_cores(a.device):
+        return blackwell_scaled_mm(a, b, sfa, sfb, out_dtype)
+    return scaled_gemm(a, b, sfa, sfb).to(out_dtype)

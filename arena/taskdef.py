@@ -34,7 +34,9 @@ class Task:
         for i, args in enumerate(entries):
             if not isinstance(args, dict):
                 raise TaskError(f"{self.folder / 'task.yml'}: entry {i} of `{which}` is not a mapping: {args!r}")
-            case = Case(args=dict(args), spec=format_spec(args))
+            # YAML lists become tuples, as the grouped spec grammar parses `[80, 176]`.
+            case = Case(args={k: tuple(v) if isinstance(v, list) else v for k, v in args.items()},
+                        spec=format_spec(args))
             if i < len(sol):
                 case.extra["sol_us"] = float(sol[i])
             cases.append(case)
