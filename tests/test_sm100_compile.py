@@ -51,11 +51,11 @@ def _compile(src, arch, tmp, defines=(), lang=None):
 
 
 def _kernel_report(ptxas_log):
-    """(registers, spill stores, spill loads, stack) of the GEMM kernel entry."""
-    m = re.search(r"nvfp4_gemm_sm100_kernel.*?\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes "
-                  r"spill loads\n.*?Used (\d+) registers", ptxas_log, re.S)
-    assert m, ptxas_log
-    stack, st, ld, regs = map(int, m.groups())
+    """(registers, spill stores, spill loads, stack), worst over the GEMM kernel's instantiations."""
+    found = re.findall(r"Function properties for \S*nvfp4_gemm_sm100_kernel\S*\n\s*(\d+) bytes stack frame, "
+                       r"(\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", ptxas_log)
+    assert len(found) == 3, ptxas_log  # cluster sizes 1, 2, 4
+    stack, st, ld, regs = (max(int(f[i]) for f in found) for i in range(4))
     return regs, st, ld, stack
 
 
