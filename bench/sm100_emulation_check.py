@@ -74,11 +74,41 @@ def run_kernel(lib, data, splits: int, cluster: int = 0):
     return err, info.value, left
 
 
+def check_glue() -> bool:
+    """The exact Python/binding code that submission.py carries, built around the emulation source."""
+    import torch
+    from reference import generate_input, ref_kernel
+    sys.path.insert(0, KDIR)
+    import sm100_glue
+    from amalgamate import amalgamated_source
+    t0 = time.perf_counter()
+    mod = sm100_glue._sm100_module(amalgamated_source(emulation=True),
+                                   ["-gencode=arch=compute_90a,code=sm_90a", "-DNVFP4_TCGEN05_EMULATION", "-O3",
+                                    "-std=c++17"], name="nvfp4_sm100_emu_glue")
+    print(f"glue: load_inline build {time.perf_counter() - t0:.1f}s")
+    ok_all = True
+    for (m, n, k) in BENCH_SHAPES + [(128, 256, 256), (512, 512, 7168)]:
+        for rep_i in range(2):  # second call reuses the cached workspace / counters
+            data = generate_input(m, n, k, 1, 1111 + rep_i)
+            ref = ref_kernel(tuple(t.clone() for t in data)).clone()
+            assert sm100_glue._sm100_supported(data)
+            data[6].fill_(float("nan"))
+            out = sm100_glue._run_sm100(data, module=mod)
+            torch.cuda.synchronize()
+            exact = out is data[6] and torch.equal(out.view(torch.int16), ref.view(torch.int16))
+            ok_all &= exact
+            print(f"glue {m}x{n}x{k} call {rep_i}: bit_exact={'yes' if exact else 'NO'}", flush=True)
+    return ok_all
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=DEFAULT_LIB)
     ap.add_argument("--build", action="store_true", help="build the emulation library with nvcc first")
     ap.add_argument("--quick", action="store_true", help="test shapes only")
+    ap.add_argument("--glue", action="store_true",
+                    help="also build the submission glue (kernels/sm100/sm100_glue.py: load_inline binding, "
+                         "_run_sm100) around the emulation build and run it")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "sm100_emulation_check.json"))
     args = ap.parse_args()
 
@@ -172,6 +202,8 @@ def main() -> int:
         print(f"| {r['m']} | {r['n']} | {r['k']} | {r['l']} | {r['dist']} | {r['splits']} | {r['cluster']} | {r['max_abs_err']:g} | "
               f"{r['mismatches']} | {'yes' if r['bit_exact'] else 'no'} | {r['emu_error'] or '-'} | "
               f"{'PASS' if r['ok'] else ('INFO' if r['ok'] is None else 'FAIL')} |")
+    if args.glue:
+        all_ok &= check_glue()
     print("ALL PASS" if all_ok else "SOME FAILED")
     return 0 if all_ok else 1
 
