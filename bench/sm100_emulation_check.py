@@ -46,7 +46,7 @@ def build_emulation_lib(out: str = DEFAULT_LIB) -> str:
 def load(lib_path: str):
     lib = ctypes.CDLL(lib_path)
     vp, ci = ctypes.c_void_p, ctypes.c_int
-    lib.nvfp4_gemm_sm100_launch.argtypes = [vp] * 7 + [ci] * 6
+    lib.nvfp4_gemm_sm100_launch.argtypes = [vp] * 7 + [ci] * 5
     lib.nvfp4_gemm_sm100_launch.restype = ci
     lib.nvfp4_gemm_sm100_choose_splits.argtypes = [ci] * 5
     lib.nvfp4_gemm_sm100_choose_splits.restype = ci
@@ -55,7 +55,7 @@ def load(lib_path: str):
     return lib
 
 
-def run_kernel(lib, data, splits: int, cluster: int = 0):
+def run_kernel(lib, data, splits: int):
     import torch
     a, b, _, _, sfa_p, sfb_p, c = data
     m, n, l = c.shape
@@ -64,7 +64,7 @@ def run_kernel(lib, data, splits: int, cluster: int = 0):
     ws = torch.empty(max(1, tiles * splits * 128 * 64), dtype=torch.float32, device=c.device)
     counters = torch.zeros(max(1, tiles), dtype=torch.int32, device=c.device)
     rc = lib.nvfp4_gemm_sm100_launch(a.data_ptr(), b.data_ptr(), sfa_p.data_ptr(), sfb_p.data_ptr(), c.data_ptr(),
-                                     ws.data_ptr(), counters.data_ptr(), m, n, k, l, splits, cluster)
+                                     ws.data_ptr(), counters.data_ptr(), m, n, k, l, splits)
     if rc != 0:
         raise RuntimeError(f"launch returned {rc}")
     torch.cuda.synchronize()
@@ -128,28 +128,24 @@ def main() -> int:
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device: {torch.cuda.get_device_name()} ({num_sms} SMs); lib: {os.path.relpath(args.lib, ROOT)}")
 
-    # (shape, L, data, splits (None = auto), cluster (0 = auto: 4 for every shape here))
-    cases = [(s, 1, "official", None, 0) for s in TEST_SHAPES]
+    # (shape, L, data, splits (None = auto))
+    cases = [(s, 1, "official", None) for s in TEST_SHAPES]
     if not args.quick:
-        cases += [(s, 1, "official", None, 0) for s in BENCH_SHAPES]
-        # no cluster (each CTA loads its whole A tile) and cluster of 2
-        cases += [(s, 1, "official", None, 1) for s in BENCH_SHAPES + TEST_SHAPES[:3]]
-        cases += [(s, 1, "official", None, 2) for s in BENCH_SHAPES[1:] + TEST_SHAPES[5:6]]
+        cases += [(s, 1, "official", None) for s in BENCH_SHAPES]
         # forced split-K paths, batches (L = 2), other value distributions (fractional / subnormal scales)
-        cases += [((128, 1536, 7168), 1, "official", 3, 0), ((256, 512, 1024), 2, "official", 1, 0),
-                  ((256, 512, 1024), 2, "official", 2, 2), ((256, 512, 2048), 1, "allcodes", 1, 0),
-                  ((256, 512, 2048), 1, "allcodes", 2, 1), ((256, 512, 2048), 1, "quantized", 1, 0),
-                  ((128, 1024, 4096), 1, "quantized", 4, 4)]
+        cases += [((128, 1536, 7168), 1, "official", 3), ((256, 512, 1024), 2, "official", 1),
+                  ((256, 512, 1024), 2, "official", 2), ((256, 512, 2048), 1, "allcodes", 1),
+                  ((256, 512, 2048), 1, "allcodes", 2), ((256, 512, 2048), 1, "quantized", 1),
+                  ((128, 1024, 4096), 1, "quantized", 4)]
     rows, all_ok = [], True
-    for (m, n, k), l, dist, force_splits, cluster in cases:
+    for (m, n, k), l, dist, force_splits in cases:
         data = generate_input(m, n, k, l, 1111, data=dist)
         ref = ref_kernel(tuple(t.clone() for t in data[:6]) + (data[6].clone(),)).clone()
         c = data[6]
         c.fill_(float("nan"))  # every element must be written
         splits = force_splits or lib.nvfp4_gemm_sm100_choose_splits(m, n, k, l, num_sms)
         t0 = time.perf_counter()
-        err, info, left = run_kernel(lib, data, splits, cluster)
-        cluster = cluster or (4 if (n // 64) % 4 == 0 else 2 if (n // 64) % 2 == 0 else 1)
+        err, info, left = run_kernel(lib, data, splits)
         dt = time.perf_counter() - t0
         out = c.float()
         refc = ref.float()
@@ -183,12 +179,12 @@ def main() -> int:
                 note += " [diagnostic only: fp32-order dependent]"
                 ok = None
         all_ok &= ok is not False
-        rows.append(dict(m=m, n=n, k=k, l=l, dist=dist, note=note, splits=splits, cluster=cluster, max_abs_err=maxerr, mismatches=mism, nan=nan,
+        rows.append(dict(m=m, n=n, k=k, l=l, dist=dist, note=note, splits=splits, max_abs_err=maxerr, mismatches=mism, nan=nan,
                          bit_exact=exact, emu_error=EMU_ERRORS.get(err, err) if err else None,
                          emu_error_info=hex(info) if err else None, counters_left=left, seconds=round(dt, 3),
                          ok=ok))
         r = rows[-1]
-        print(f"{m:5d} {n:5d} {k:6d} L={l} {dist:9s} splits={splits} cluster={cluster} max_abs_err={maxerr:<8g} mismatches={mism:<7d} "
+        print(f"{m:5d} {n:5d} {k:6d} L={l} {dist:9s} splits={splits} max_abs_err={maxerr:<8g} mismatches={mism:<7d} "
               f"bit_exact={'yes' if exact else 'no '} emu_err={r['emu_error']} {dt:.2f}s {'OK' if ok else ('INFO' if ok is None else 'FAIL')} {note}",
               flush=True)
     try:
@@ -196,10 +192,10 @@ def main() -> int:
             json.dump(dict(device=torch.cuda.get_device_name(), rows=rows), f, indent=1)
     except OSError:
         pass
-    print("\n| M | N | K | L | data | splits | cluster | max abs err | mismatches | bit-exact | emulator error | result |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n| M | N | K | L | data | splits | max abs err | mismatches | bit-exact | emulator error | result |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['m']} | {r['n']} | {r['k']} | {r['l']} | {r['dist']} | {r['splits']} | {r['cluster']} | {r['max_abs_err']:g} | "
+        print(f"| {r['m']} | {r['n']} | {r['k']} | {r['l']} | {r['dist']} | {r['splits']} | {r['max_abs_err']:g} | "
               f"{r['mismatches']} | {'yes' if r['bit_exact'] else 'no'} | {r['emu_error'] or '-'} | "
               f"{'PASS' if r['ok'] else ('INFO' if r['ok'] is None else 'FAIL')} |")
     if args.glue:

@@ -54,7 +54,7 @@ def _kernel_report(ptxas_log):
     """(registers, spill stores, spill loads, stack), worst over the GEMM kernel's instantiations."""
     found = re.findall(r"Function properties for \S*nvfp4_gemm_sm100_kernel\S*\n\s*(\d+) bytes stack frame, "
                        r"(\d+) bytes spill stores, (\d+) bytes spill loads\n.*?Used (\d+) registers", ptxas_log)
-    assert len(found) == 3, ptxas_log  # cluster sizes 1, 2, 4
+    assert len(found) >= 1, ptxas_log
     stack, st, ld, regs = (max(int(f[i]) for f in found) for i in range(4))
     return regs, st, ld, stack
 

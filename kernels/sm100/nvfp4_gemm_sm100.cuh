@@ -67,31 +67,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
       ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar)), "l"(policy)
       : "memory");
 }
-// Multicast variant: the box lands at the same smem offset in every CTA of ctamask, and complete_tx is
-// signalled on the mbarrier at the same offset in each of them.
-__device__ __forceinline__ void tma_load_2d_mc(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                               uint16_t ctamask, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;"
-      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar)), "h"(ctamask),
-        "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// One arrive on the mbarrier at the same smem offset in cluster CTA `cta`.
-__device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-__device__ __forceinline__ void cluster_sync_all() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
 __device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                              uint64_t policy) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
@@ -108,21 +83,14 @@ struct Params {
   int M, N, K, L, splits, k_iters_per_split;
 };
 
-// kCluster CTAs (adjacent N tiles, same M tile / batch / K split) form a cluster: each loads 128/kCluster
-// rows of the shared A tile and multicasts them to all, cutting A's L2->SM traffic by kCluster. The MMA
-// warp commits to a local "consumed" barrier and warp 2 forwards one arrive to the "empty" barrier of every
-// CTA of the cluster (a stage is refilled only when all of them have consumed it).
-template <int kCluster>
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, 1)
 nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b,
                         const Params p) {
-  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster size");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   uint64_t* full_bar = (uint64_t*)(smem + kStages * kStageBytes);
   uint64_t* empty_bar = full_bar + kStages;
-  uint64_t* consumed_bar = empty_bar + kStages;  // used when kCluster > 1
-  uint64_t* done_bar = consumed_bar + kStages;
+  uint64_t* done_bar = empty_bar + kStages;
   uint32_t* tmem_slot = (uint32_t*)(done_bar + 1);
   __shared__ int s_is_last;
 
@@ -138,21 +106,15 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
   const int m_blocks128 = (p.M + 127) / 128, n_blocks128 = (p.N + 127) / 128;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full_bar[s], 1);
-      mbar_init(&empty_bar[s], kCluster);
-      mbar_init(&consumed_bar[s], 1);
-    }
+    for (int s = 0; s < kStages; ++s) { mbar_init(&full_bar[s], 1); mbar_init(&empty_bar[s], 1); }
     mbar_init(done_bar, 1);
     fence_mbar_init();
   }
   if (warp == 1) { tmem_alloc(tmem_slot, kTmemCols); tmem_relinquish(); }
   tcgen05_fence_before_thread_sync();
   __syncthreads();
-  if (kCluster > 1) cluster_sync_all();  // peers' barriers are initialised before any multicast
   tcgen05_fence_after_thread_sync();
   const uint32_t tmem_base = *tmem_slot;
-  const uint32_t crank = kCluster > 1 ? cluster_ctarank() : 0u;
 
   if (warp == 0) {
     // ------------------------------------------------------------------ producer
@@ -165,14 +127,7 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
         uint8_t* st = smem + s * kStageBytes;
         const int kb = k_begin + i;
         mbar_arrive_expect_tx(&full_bar[s], kStageBytes);
-        if (kCluster == 1) {
-          tma_load_2d(st, &tmap_a, kb * (kBlockK / 2), l * p.M + m0, &full_bar[s], kEvictLast);
-        } else {  // my slice of A rows, multicast to the whole cluster
-          constexpr int kRows = kBlockM / kCluster;
-          tma_load_2d_mc(st + crank * (kStageABytes / kCluster), &tmap_a, kb * (kBlockK / 2),
-                         l * p.M + m0 + (int)crank * kRows, &full_bar[s], (uint16_t)((1u << kCluster) - 1u),
-                         kEvictLast);
-        }
+        tma_load_2d(st, &tmap_a, kb * (kBlockK / 2), l * p.M + m0, &full_bar[s], kEvictLast);
         tma_load_2d(st + kStageABytes, &tmap_b, kb * (kBlockK / 2), l * p.N + n0, &full_bar[s], kEvictFirst);
         bulk_load_1d(st + kStageABytes + kStageBBytes, sfa_src + (size_t)kb * kStageSFABytes, kStageSFABytes,
                      &full_bar[s], kEvictLast);
@@ -204,18 +159,9 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
                           make_operand_desc_kmajor_sw128(sb + j * (kMmaK / 2)), idesc, tmem_base + sfa_col(s, j),
                           tmem_base + sfb_col(s, j, n0), (i > 0 || j > 0) ? 1u : 0u);
       }
-      // frees the smem stage once these MMAs have read it (through warp 2 when in a cluster)
-      umma_commit(kCluster == 1 ? &empty_bar[s] : &consumed_bar[s]);
+      umma_commit(&empty_bar[s]);  // frees the smem stage once these MMAs have read it
     }
     umma_commit(done_bar);  // accumulator complete
-  } else if (kCluster > 1 && warp == 2) {
-    // ------------------------------------------------------------------ release forwarder (clusters)
-    for (int i = 0; i < num_k; ++i) {
-      const int s = i % kStages, round = i / kStages;
-      mbar_wait(&consumed_bar[s], round & 1);
-      if (lane < kCluster) mbar_arrive_remote(&empty_bar[s], (uint32_t)lane);
-      __syncwarp();
-    }
   }
   __syncwarp();
 
@@ -254,7 +200,6 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
   tcgen05_fence_before_thread_sync();
   __syncthreads();
   if (warp == 1) tmem_dealloc(tmem_base, kTmemCols);
-  if (kCluster > 1) cluster_sync_all();  // no CTA exits while peers may still signal its barriers
 
   if (p.splits > 1) {
     __threadfence();
@@ -326,36 +271,13 @@ static inline int choose_splits(int M, int N, int K, int L, int num_sms) {
   return s;
 }
 
-// Cluster size along N: 4 when the number of N tiles allows it (A is then read from L2 once per 4 tiles).
-static inline int choose_cluster(int N) {
-  const int nt = N / kBlockN;
-  return nt % 4 == 0 ? 4 : nt % 2 == 0 ? 2 : 1;
-}
-
-template <int C>
-static int launch_cluster(const void* a, const CUtensorMap& mb, const Params& p, int M, int N, int K, int L) {
-  CUtensorMap ma;
-  int e = encode_operand_map(&ma, a, M * L, K, kBlockM / C);
-  if (e) return e;
-  static bool attr_done = false;
-  if (!attr_done) {
-    cudaError_t ce = cudaFuncSetAttribute(nvfp4_gemm_sm100_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          kSmemBytes);
-    if (ce != cudaSuccess) return (int)ce;
-    attr_done = true;
-  }
-  dim3 grid(N / kBlockN, M / kBlockM, L * p.splits);
-  nvfp4_gemm_sm100_kernel<C><<<grid, kThreads, kSmemBytes>>>(ma, mb, p);
-  return (int)cudaGetLastError();
-}
-
 }  // namespace nvfp4_sm100
 
 // Returns 0 on success, else an error code (CUDA error or 1000+ for argument/encode problems).
 // Launches on the default (legacy) queue 0.
 extern "C" int nvfp4_gemm_sm100_launch(const void* a, const void* b, const void* sfa_perm, const void* sfb_perm,
                                        void* c, void* workspace, void* counters, int M, int N, int K, int L,
-                                       int splits, int cluster) {
+                                       int splits) {
   using namespace nvfp4_sm100;
   if (M % kBlockM || N % kBlockN || K % kBlockK || L < 1) return 1000;
   const int k_iters = K / kBlockK;
@@ -364,11 +286,18 @@ extern "C" int nvfp4_gemm_sm100_launch(const void* a, const void* b, const void*
   const int per = (k_iters + splits - 1) / splits;
   splits = (k_iters + per - 1) / per;  // no empty split
   if (splits > 1 && (!workspace || !counters)) return 1003;
-  if (cluster <= 0) cluster = choose_cluster(N);
-  if ((cluster != 1 && cluster != 2 && cluster != 4) || (N / kBlockN) % cluster) return 1004;
-  CUtensorMap mb;
-  int e = encode_operand_map(&mb, b, N * L, K, kBlockN);
+  CUtensorMap ma, mb;
+  int e = encode_operand_map(&ma, a, M * L, K, kBlockM);
   if (e) return e;
+  e = encode_operand_map(&mb, b, N * L, K, kBlockN);
+  if (e) return e;
+  static bool attr_done = false;
+  if (!attr_done) {
+    cudaError_t ce = cudaFuncSetAttribute(nvfp4_gemm_sm100_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          kSmemBytes);
+    if (ce != cudaSuccess) return (int)ce;
+    attr_done = true;
+  }
   Params p;
   p.sfa = (const uint8_t*)sfa_perm;
   p.sfb = (const uint8_t*)sfb_perm;
@@ -376,9 +305,9 @@ extern "C" int nvfp4_gemm_sm100_launch(const void* a, const void* b, const void*
   p.workspace = (float*)workspace;
   p.counters = (unsigned*)counters;
   p.M = M; p.N = N; p.K = K; p.L = L; p.splits = splits; p.k_iters_per_split = per;
-  if (cluster == 4) return launch_cluster<4>(a, mb, p, M, N, K, L);
-  if (cluster == 2) return launch_cluster<2>(a, mb, p, M, N, K, L);
-  return launch_cluster<1>(a, mb, p, M, N, K, L);
+  dim3 grid(N / kBlockN, M / kBlockM, L * splits);
+  nvfp4_gemm_sm100_kernel<<<grid, kThreads, kSmemBytes>>>(ma, mb, p);
+  return (int)cudaGetLastError();
 }
 
 extern "C" int nvfp4_gemm_sm100_choose_splits(int M, int N, int K, int L, int num_sms) {

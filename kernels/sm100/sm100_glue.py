@@ -11,12 +11,12 @@ import torch
 _SM100_CPP = r"""
 #include <torch/extension.h>
 extern "C" int nvfp4_gemm_sm100_launch(const void*, const void*, const void*, const void*, void*, void*, void*,
-                                       int, int, int, int, int, int);
+                                       int, int, int, int, int);
 extern "C" int nvfp4_gemm_sm100_choose_splits(int, int, int, int, int);
 int64_t sm100_gemm(int64_t a, int64_t b, int64_t sfa, int64_t sfb, int64_t c, int64_t ws, int64_t cnt,
-                   int64_t M, int64_t N, int64_t K, int64_t L, int64_t splits, int64_t cluster) {
+                   int64_t M, int64_t N, int64_t K, int64_t L, int64_t splits) {
   return nvfp4_gemm_sm100_launch((const void*)a, (const void*)b, (const void*)sfa, (const void*)sfb, (void*)c,
-                                 (void*)ws, (void*)cnt, (int)M, (int)N, (int)K, (int)L, (int)splits, (int)cluster);
+                                 (void*)ws, (void*)cnt, (int)M, (int)N, (int)K, (int)L, (int)splits);
 }
 int64_t sm100_choose_splits(int64_t M, int64_t N, int64_t K, int64_t L, int64_t sms) {
   return nvfp4_gemm_sm100_choose_splits((int)M, (int)N, (int)K, (int)L, (int)sms);
@@ -64,7 +64,7 @@ def _run_sm100(data, module=None):
         cfg = _sm100_state[key] = (splits, ws, cnt)
     splits, ws, cnt = cfg
     rc = mod.sm100_gemm(a.data_ptr(), b.data_ptr(), sfa_p.data_ptr(), sfb_p.data_ptr(), c.data_ptr(),
-                        ws.data_ptr(), cnt.data_ptr(), M, N, K, L, splits, 0)
+                        ws.data_ptr(), cnt.data_ptr(), M, N, K, L, splits)
     if rc != 0:
         raise RuntimeError(f"sm100 tcgen05 kernel launch failed (code {rc})")
     return c
