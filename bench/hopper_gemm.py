@@ -1,0 +1,189 @@
+"""Hopper (sm_90a) NVFP4 GEMM of submission.py: build, check bit-exactness, time against cuBLAS.
+
+One GPU run (repo root):  PYTHONUNBUFFERED=1 python3 bench/hopper_gemm.py [--reps 50] [--quick]
+
+1. builds submission.py's kernel (load_inline) and reports the build time;
+2. checks every task.yml test shape, the robustness set and a few irregular / L>1 shapes against
+   reference.ref_kernel (exact emulation off Blackwell): bit-exact counts, max |diff|, NaN-poisoned output,
+   and a second call on the same inputs must give the same bits (split-tile counters reset);
+3. times, with CUDA events after an L2 flush, median of --reps: our kernel; cuBLAS bf16 on pre-dequantized
+   operands (torch.matmul of bf16 tensors); naive dequantize (PyTorch) + cuBLAS bf16; and the bf16
+   tensor-core floor 2*M*N*K / peak, where peak is a large bf16 matmul measured in the same run.
+Prints a table at the end (us, ratio to floor, speed-up vs cuBLAS bf16, geomean).
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.chdir(ROOT)
+
+import torch  # noqa: E402
+
+import reference  # noqa: E402
+import submission  # noqa: E402
+from arena.formats import dequantize  # noqa: E402
+
+TESTS = [(128, 256, 256, 1), (128, 1536, 7168, 1), (128, 3072, 1536, 1), (256, 7168, 256, 1),
+         (256, 7168, 2048, 1), (2304, 4608, 7168, 1), (384, 7168, 2304, 1), (512, 512, 7168, 1),
+         (512, 4096, 512, 1), (512, 1536, 7168, 1)]
+BENCH = [(128, 7168, 16384, 1), (128, 4096, 7168, 1), (128, 7168, 2048, 1)]
+BIG = (2304, 4608, 7168, 1)
+ROBUST = [(128, 256, 256, 1, "quantized"), (256, 512, 1024, 1, "quantized"), (128, 384, 512, 1, "allcodes"),
+          (256, 256, 256, 2, "official"), (128, 512, 768, 3, "quantized"), (384, 256, 256, 1, "allcodes")]
+IRREGULAR = [(200, 320, 384, 2, "official"), (64, 96, 256, 1, "official"), (130, 1000, 1152, 1, "official"),
+             (1, 8, 128, 1, "official"), (128, 7168, 2048, 1, "allcodes")]
+
+
+def check_case(m, n, k, l, data, seed):
+    inp = reference.generate_input(m, n, k, l, seed, data=data) if data != "official" else \
+        reference.generate_input(m, n, k, l, seed)
+    ref_c = inp[6].clone()
+    ref = reference.ref_kernel((*inp[:6], ref_c)).clone()
+    c = inp[6]
+    c.fill_(float("nan"))
+    out = submission.custom_kernel((*inp[:6], c))
+    torch.cuda.synchronize()
+    first = out.clone()
+    out.fill_(float("nan"))
+    out2 = submission.custom_kernel((*inp[:6], out))
+    torch.cuda.synchronize()
+    same = torch.equal(first.view(torch.int16), out2.view(torch.int16))
+    diff_bits = (first.view(torch.int16) != ref.view(torch.int16))
+    mism = int(diff_bits.sum())
+    nan = int(torch.isnan(first).sum())
+    d = (first.float() - ref.float()).abs()
+    maxdiff = float(d[~torch.isnan(d)].max()) if d.numel() and (~torch.isnan(d)).any() else float("nan")
+    close = bool(torch.allclose(first.float(), ref.float(), rtol=1e-3, atol=1e-3)) and nan == 0
+    return dict(mism=mism, total=first.numel(), nan=nan, maxdiff=maxdiff, repeat_same=same, close=close)
+
+
+def run_checks(quick):
+    rows = []
+    cases = [(s, "official") for s in TESTS] + [((m, n, k, l), d) for m, n, k, l, d in ROBUST] + \
+            [((m, n, k, l), d) for m, n, k, l, d in IRREGULAR] + [(s, "official") for s in BENCH]
+    if quick:
+        cases = cases[:3]
+    for i, ((m, n, k, l), data) in enumerate(cases):
+        label = f"{m}x{n}x{k} L={l} {data}"
+        try:
+            r = check_case(m, n, k, l, data, 1111 + i)
+            status = "BIT-EXACT" if r["mism"] == 0 else ("close" if r["close"] else "WRONG")
+            line = (f"{label:36s} {status:9s} mismatches {r['mism']}/{r['total']} nan {r['nan']} "
+                    f"max|d| {r['maxdiff']:.3g} repeat-identical {r['repeat_same']}")
+        except Exception as e:  # report and go on
+            status = "ERROR"
+            line = f"{label:36s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+        print(line, flush=True)
+        rows.append((label, status))
+    return rows
+
+
+def make_flush():
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
+
+
+def bench(fn, reps, flush_buf, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush_buf.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))  # us
+
+
+def bf16_peak(flush_buf):
+    n = 8192
+    x = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    t = bench(lambda: torch.matmul(x, y), 20, flush_buf)
+    return 2 * n ** 3 / (t * 1e-6) / 1e12  # TFLOP/s
+
+
+def time_shape(m, n, k, l, reps, flush_buf, peak):
+    sets = [reference.generate_input(m, n, k, l, 42 + j) for j in range(2)]
+    idx = [0]
+
+    def ours():
+        d = sets[idx[0] % 2]
+        idx[0] += 1
+        submission.custom_kernel(d)
+
+    t_ours = bench(ours, reps, flush_buf)
+    a, b, sfa, sfb = sets[0][:4]
+    a16 = dequantize(a[:, :, 0], sfa[:, :, 0], torch.bfloat16)
+    b16 = dequantize(b[:, :, 0], sfb[:, :, 0], torch.bfloat16)
+    t_cublas = bench(lambda: torch.matmul(a16, b16.T), reps, flush_buf)
+    del a16, b16
+
+    def naive():
+        x = dequantize(a[:, :, 0], sfa[:, :, 0], torch.bfloat16)
+        y = dequantize(b[:, :, 0], sfb[:, :, 0], torch.bfloat16)
+        return torch.matmul(x, y.T)
+
+    t_naive = bench(naive, max(3, reps // 10), flush_buf, warmup=1)
+    floor = 2 * m * n * k * l / (peak * 1e12) * 1e6
+    return t_ours, t_cublas, t_naive, floor
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--quick", action="store_true", help="three checks, one timed shape")
+    ap.add_argument("--no-checks", action="store_true")
+    args = ap.parse_args()
+    dev = torch.cuda.get_device_name(0)
+    print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)
+    t0 = time.time()
+    submission._sm90_module()
+    print(f"build: {time.time() - t0:.1f} s", flush=True)
+
+    check_rows = [] if args.no_checks else run_checks(args.quick)
+
+    flush_buf = make_flush()
+    peak = bf16_peak(flush_buf)
+    print(f"bf16 peak (8192^3 torch.matmul, median of 20): {peak:.0f} TFLOP/s", flush=True)
+    shapes = BENCH + [BIG]
+    if args.quick:
+        shapes = shapes[:1]
+    results = []
+    for (m, n, k, l) in shapes:
+        try:
+            r = time_shape(m, n, k, l, args.reps, flush_buf, peak)
+        except Exception:
+            traceback.print_exc()
+            continue
+        results.append(((m, n, k, l), r))
+        print(f"timed {m}x{n}x{k}: ours {r[0]:.1f} us, cuBLAS bf16 {r[1]:.1f} us, naive {r[2]:.1f} us", flush=True)
+
+    print()
+    if check_rows:
+        bad = [lab for lab, st in check_rows if st not in ("BIT-EXACT", "close")]
+        exact = sum(st == "BIT-EXACT" for _, st in check_rows)
+        print(f"checks: {exact}/{len(check_rows)} bit-exact, {len(bad)} failing {bad}")
+    print(f"device: {dev}; bf16 peak measured {peak:.0f} TFLOP/s; times are medians of {args.reps} (us), L2 flushed")
+    hdr = f"{'M x N x K':>18s} {'ours':>8s} {'floor':>7s} {'ours/floor':>10s} {'cuBLAS bf16':>11s} {'speed-up':>8s} {'naive':>8s} {'TFLOP/s':>8s}"
+    print(hdr)
+    sp = []
+    for (m, n, k, l), (t, tc, tn, fl) in results:
+        sp.append(tc / t)
+        print(f"{f'{m}x{n}x{k}':>18s} {t:8.1f} {fl:7.1f} {t / fl:10.2f} {tc:11.1f} {tc / t:8.2f} {tn:8.1f} "
+              f"{2 * m * n * k * l / (t * 1e-6) / 1e12:8.0f}")
+    if sp:
+        print(f"geomean speed-up vs cuBLAS bf16 (pre-dequantized): {math.exp(sum(map(math.log, sp)) / len(sp)):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
