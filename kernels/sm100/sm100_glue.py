@@ -44,11 +44,18 @@ def _sm100_supported(data):
     M, N, L = c.shape
     K = a.shape[1] * 2
     return (M % 128 == 0 and N % 64 == 0 and K % 256 == 0 and a.shape[0] == M and b.shape[0] == N
-            and a.stride() == (K // 2, 1, M * K // 2) and b.stride() == (K // 2, 1, N * K // 2)
-            and c.stride() == (N, 1, M * N) and sfa_p.is_cuda and sfb_p.is_cuda)
+            and a.element_size() == 1 and b.element_size() == 1
+            and (L == 1 or (a.stride(2) == M * K // 2 and b.stride(2) == N * K // 2 and c.stride(2) == M * N))
+            and a.stride()[:2] == (K // 2, 1) and b.stride()[:2] == (K // 2, 1) and c.stride()[:2] == (N, 1)
+            and tuple(sfa_p.shape) == (32, 4, M // 128, 4, K // 64, L)
+            and tuple(sfb_p.shape) == (32, 4, N // 128 if N % 128 == 0 else N // 128 + 1, 4, K // 64, L)
+            and all(x.is_cuda and x.device == c.device for x in (a, b, sfa_p, sfb_p)))
 
 
 def _run_sm100(data, module=None):
+    if not _sm100_supported(data):
+        raise ValueError("nvfp4 sm100 gemm: needs M % 128 == 0, N % 64 == 0, K % 256 == 0, packed fp4 "
+                         "[rows, K/2, L] K-major, blocked permuted scales and fp16 c [M, N, L] (strides N, 1, M*N)")
     a, b, _, _, sfa_p, sfb_p, c = data
     M, N, L = c.shape
     K = a.shape[1] * 2
