@@ -5,6 +5,7 @@ import multiprocessing
 import os
 import signal
 
+from arena import integrity
 from arena import worker as worker_module
 
 
@@ -25,11 +26,15 @@ class Worker:
         self.import_timeout = import_timeout
         self.process = None
         self.conn = None
+        # Drop the worker's capabilities (arena/integrity.py) unless told not to, or profiled by ncu.
+        self.harden = os.environ.get(integrity.NO_HARDEN_ENV) != "1" and not os.environ.get("POPCORN_NCU")
+        self.hardening = "not started"
 
     def start(self):
         context = multiprocessing.get_context("spawn")
         parent_end, child_end = context.Pipe()
-        self.process = context.Process(target=worker_module.main, args=(child_end, *self.args), daemon=True)
+        self.process = context.Process(target=worker_module.main, args=(child_end, *self.args),
+                                       kwargs={"harden": self.harden}, daemon=True)
         self.process.start()
         child_end.close()
         self.conn = parent_end
@@ -37,6 +42,25 @@ class Worker:
         if "error" in reply:
             self.stop()
             raise WorkerFailure(reply["error"], replace=True, traceback=reply.get("traceback", ""))
+        self.hardening = reply.get("hardening", "off")
+        if self.harden and self.args[2] == "cuda" and self.hardening == "capabilities dropped":
+            self._probe_ipc()
+
+    def _probe_ipc(self):
+        """A hardened worker must still share CUDA tensors both ways; if not, run it unhardened (and say so)."""
+        import torch
+        sent = torch.arange(64, device="cuda", dtype=torch.float32)
+        try:
+            back = self.request("probe", self.import_timeout, data=sent)["outputs"][0]
+            if torch.equal(back.cpu(), sent.cpu() + 1):
+                return
+            problem = "wrong values"
+        except WorkerFailure as failure:
+            problem = str(failure)
+        self.stop()
+        self.harden = False
+        self.start()
+        self.hardening = f"off: CUDA IPC failed in a worker without capabilities ({problem})"
 
     def _receive(self, timeout: float, doing: str) -> dict:
         try:
@@ -67,11 +91,14 @@ class Worker:
             self.stop()
             raise WorkerFailure("the submission's process is gone", replace=True) from None
         reply = self._receive(timeout, f"running custom_kernel ({op})")
+        if "outputs" in reply:
+            reply["outputs"] = worker_module.resolve_input_aliases(reply["outputs"], args)
         if "error" in reply:
-            broken = reply.get("cuda_broken", False)
+            broken = reply.get("cuda_broken", False) or reply.get("poisoned", False)
             if broken:
                 self.stop()
-            suffix = " (the CUDA context is broken; a new worker takes the next case)" if broken else ""
+            suffix = " (the CUDA context is broken; a new worker takes the next case)" \
+                if reply.get("cuda_broken") else ""
             raise WorkerFailure(reply["error"] + suffix, replace=broken, traceback=reply.get("traceback", ""))
         return reply
 
@@ -88,6 +115,8 @@ class Worker:
             if self.process.is_alive():
                 self.process.kill()
                 self.process.join(timeout=5)
+            if self.process.pid and self.process.pid != os.getpgrp():
+                integrity.kill_process_group(self.process.pid)   # whatever the submission left running
             self.process = None
 
 

@@ -41,7 +41,21 @@ class Session:
         sys.path.insert(0, str(Path(submission).resolve().parent))
         self.keep_alive = []      # outputs sent last time: the parent may still be reading them
         self.host_us = 0.0
-        self.custom_kernel = self._import(submission)
+        # Tripwire: remember the timers and harness functions before the submission can touch them.
+        import threading
+        import torch.multiprocessing.reductions  # noqa: F401  (guarded: it pickles the outputs)
+        from arena import integrity, timing  # noqa: F401
+        self.guard = integrity.HarnessGuard()
+        self.threads_before = _foreign_threads(threading)
+        kernel = self._import(submission)
+        self.guard.check("while being imported")
+        check = self.guard.check
+
+        def guarded(data):
+            out = kernel(data)
+            check("inside custom_kernel")
+            return out
+        self.custom_kernel = guarded
 
     def _import(self, submission: str):
         import importlib.util
@@ -77,8 +91,17 @@ class Session:
             outputs, times = timing.time_calls_gpu(self.custom_kernel, inputs, spin)
         else:
             outputs, times = timing.time_calls_wall(self.custom_kernel, inputs, self._sync)
-        wall_outputs, wall_times = timing.time_calls_wall(self.custom_kernel, wall_inputs, self._sync)
-        return {"outputs": outputs + wall_outputs, "times_ns": times, "wall_ns": wall_times}
+        from arena import integrity
+        wall_outputs, wall_times, drain = integrity.time_calls_drain(self.custom_kernel, wall_inputs, self._sync)
+        reply = {"outputs": outputs + wall_outputs, "times_ns": times, "wall_ns": wall_times, "drain_ns": drain,
+                 "sync_ns": integrity.sync_latency_ns(self._sync)}
+        if self.device == "cuda":            # an empty timed window, for the super-batch check
+            reply["empty_ns"] = sorted(timing.time_calls_gpu(lambda x: None, [None] * 5, spin)[1])[2]
+        return reply
+
+    def probe(self, data) -> dict:
+        """Round trip of a tensor both ways (checks that IPC works in a hardened worker)."""
+        return {"outputs": [data + 1]}
 
     def profile(self, data) -> dict:
         import torch
@@ -109,15 +132,91 @@ class _nvtx_range:
             torch.cuda.nvtx.range_pop()
 
 
-def main(conn, submission: str, task_folder: str, device: str):
+class InputAlias:
+    """Stands for an output tensor that lives in the memory of an input the parent sent (torch cannot send a
+    received CUDA tensor back). The parent rebuilds the same view on its own copy of that input, so it
+    sees exactly the memory the submission wrote, later writes included."""
+
+    def __init__(self, path: tuple, dtype, size, stride, offset: int):
+        self.path, self.dtype, self.size, self.stride, self.offset = path, dtype, size, stride, offset
+
+    def resolve(self, args: dict):
+        import torch
+        base = args
+        for key in self.path:
+            base = base[key]
+        view = torch.empty(0, dtype=self.dtype, device=base.device)
+        return view.set_(base.untyped_storage(), self.offset, self.size, self.stride)
+
+
+def _tensors_with_paths(value, path=()):
+    import torch
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from _tensors_with_paths(item, path + (i,))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _tensors_with_paths(item, path + (key,))
+
+
+def mark_input_aliases(outputs, request: dict):
+    """Replace each output tensor that shares storage with a received input by an InputAlias."""
+    import torch
+    storages = {t.untyped_storage().data_ptr(): path for path, t in _tensors_with_paths(request)
+                if t.untyped_storage().nbytes()}
+
+    def mark(value):
+        if isinstance(value, torch.Tensor):
+            path = storages.get(value.untyped_storage().data_ptr()) if value.untyped_storage().nbytes() else None
+            if path is None:
+                return value
+            return InputAlias(path, value.dtype, tuple(value.shape), value.stride(), value.storage_offset())
+        if isinstance(value, tuple):
+            return tuple(mark(v) for v in value)
+        if isinstance(value, list):
+            return [mark(v) for v in value]
+        return value
+    return mark(outputs)
+
+
+def resolve_input_aliases(value, args: dict):
+    """The parent's side of `mark_input_aliases`."""
+    if isinstance(value, InputAlias):
+        return value.resolve(args)
+    if isinstance(value, tuple):
+        return tuple(resolve_input_aliases(v, args) for v in value)
+    if isinstance(value, list):
+        return [resolve_input_aliases(v, args) for v in value]
+    return value
+
+
+def _foreign_threads(threading) -> int:
+    """Live Python threads not started by multiprocessing's own machinery."""
+    return sum(1 for t in threading.enumerate()
+               if not getattr(getattr(t, "_target", None), "__module__", "").startswith("multiprocessing"))
+
+
+def main(conn, submission: str, task_folder: str, device: str, harden: bool = False):
     """Worker loop: reply to each request with a dict; errors become {"error": one line}."""
+    from arena import integrity
+    try:
+        os.setsid()                       # own process group: the parent kills it whole, grandchildren too
+    except OSError:
+        pass
+    hardening = integrity.drop_privileges() if harden else "off"
     try:
         session = Session(submission, task_folder, device)
+    except integrity.IntegrityViolation as error:
+        conn.send({"error": str(error)})
+        return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
         conn.send({"error": f"cannot import submission: {_first_line(error)}",
                    "traceback": traceback.format_exc(limit=-3)})
         return
-    conn.send({"ready": True, "pid": os.getpid()})
+    conn.send({"ready": True, "pid": os.getpid(), "hardening": hardening})
+    import threading
     while True:
         try:
             request = conn.recv()
@@ -128,11 +227,18 @@ def main(conn, submission: str, task_folder: str, device: str):
         op = request.pop("op")
         session.keep_alive = []
         try:
+            session.guard.check("between calls")
             reply = getattr(session, op)(**request)
+            session.guard.check("during the request")
             session.keep_alive = list(reply.get("outputs", []))
+            reply["threads"] = _foreign_threads(threading) - session.threads_before
+        except integrity.IntegrityViolation as error:
+            reply = {"error": str(error), "poisoned": True}
         except BaseException as error:
             reply = {"error": _first_line(error), "traceback": traceback.format_exc(limit=-3),
                      "cuda_broken": _cuda_broken()}
+        if "outputs" in reply:
+            reply["outputs"] = mark_input_aliases(reply["outputs"], request)
         try:
             conn.send(reply)
         except Exception as error:        # an output torch cannot share (odd subclass, closed storage, ...)
