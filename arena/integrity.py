@@ -1,0 +1,481 @@
+"""Integrity defences: what keeps an untrusted submission from gaming the evaluator (docs/integrity.md).
+
+Three places use this module:
+- eval.py (the trusted parent), before anything else: `reexec_without_secret` moves POPCORN_SEED out of the
+  process environment (the kernel keeps the original environment in /proc/<pid>/environ even after
+  `os.environ.pop`), then `harden_parent` makes the parent non-dumpable and a child subreaper.
+- arena/worker.py (the untrusted side), before importing the submission: `drop_privileges` (no capabilities,
+  so /proc/<ppid>/{environ,fd,mem} are closed to it), and a `HarnessGuard` that notices monkey-patched
+  timers and harness functions.
+- arena/modes.py (the parent again), for every output it receives: `OutputAudit` (contract tricks, returning
+  the input c, outputs aliasing inputs or each other, writes that land after the call returned) and
+  `timing_flags` (times that cannot be honest).
+
+Module level imports only the standard library: eval.py calls it before torch is imported.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+SEED_FD_ENV = "ARENA_SECRET_SEED_FD"
+NO_HARDEN_ENV = "ARENA_NO_HARDEN"        # set to 1 to skip the capability drop (e.g. under ncu)
+
+
+class IntegrityViolation(RuntimeError):
+    """The submission tampered with the harness; `str()` is one clear line."""
+
+
+# ---- the secret seed ------------------------------------------------------------------------------------
+
+def reexec_without_secret():
+    """If POPCORN_SEED is in the environment, re-exec this process without it, handing the value over
+    through an inherited pipe. The same pid continues (the runner still waits for it), but its
+    /proc/<pid>/environ no longer holds the seed. Returns only when there is nothing to do."""
+    raw = os.environ.get("POPCORN_SEED")
+    if raw is None or SEED_FD_ENV in os.environ:
+        return
+    read_end, write_end = os.pipe()
+    os.write(write_end, raw.encode())         # a few bytes: fits the pipe buffer, no reader needed yet
+    os.close(write_end)
+    os.set_inheritable(read_end, True)
+    env = {k: v for k, v in os.environ.items() if k != "POPCORN_SEED"}
+    env[SEED_FD_ENV] = str(read_end)
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    try:
+        os.execve(sys.executable, [sys.executable, *argv[1:]], env)
+    except OSError:                            # cannot re-exec: fall back to popping (still no child sees it)
+        os.close(read_end)
+
+
+def take_handed_seed() -> str | None:
+    """The seed handed over by `reexec_without_secret` (the pipe is read and closed), else POPCORN_SEED
+    popped from the environment; None when there is none."""
+    fd = os.environ.pop(SEED_FD_ENV, None)
+    raw = os.environ.pop("POPCORN_SEED", None)
+    if fd is not None:
+        try:
+            chunks = []
+            while chunk := os.read(int(fd), 4096):
+                chunks.append(chunk)
+            raw = b"".join(chunks).decode()
+        finally:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    return raw
+
+
+# ---- process hardening (Linux; every step is best effort and reported) -----------------------------------
+
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 4, 24, 28
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 38, 47, 4
+SECBITS_LOCKED_NOROOT = 0x2F     # NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked: exec gives no caps back
+CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _prctl(libc, *args) -> bool:
+    args = list(args) + [0] * (5 - len(args))
+    return libc.prctl(*[ctypes.c_ulong(a) for a in args]) == 0
+
+
+def harden_parent() -> list[str]:
+    """Make the trusted parent unreadable through /proc by same-uid processes without CAP_SYS_PTRACE
+    (non-dumpable), and adopt orphaned descendants (subreaper) so none can outlive the final sweep."""
+    done = []
+    libc = _libc() if sys.platform.startswith("linux") else None
+    if libc is None:
+        return done
+    if _prctl(libc, PR_SET_DUMPABLE, 0):
+        done.append("parent non-dumpable")
+    if _prctl(libc, PR_SET_CHILD_SUBREAPER, 1):
+        done.append("parent subreaper")
+    return done
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges() -> str:
+    """In the worker, before the submission is imported: no new privileges, and (as root) no capabilities
+    at all, now or after any exec. Without CAP_SYS_PTRACE the kernel refuses /proc/<ppid>/environ, fd and
+    mem of the parent (which holds capabilities, or is non-dumpable). Files stay accessible as the same uid."""
+    if not sys.platform.startswith("linux") or os.environ.get(NO_HARDEN_ENV) == "1":
+        return "off"
+    libc = _libc()
+    if libc is None:
+        return "off (no libc)"
+    _prctl(libc, PR_SET_NO_NEW_PRIVS, 1)
+    if os.geteuid() != 0 and not _has_capabilities():
+        return "no_new_privs (not root: the parent's non-dumpable flag closes /proc/<ppid>)"
+    _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    _prctl(libc, PR_SET_SECUREBITS, SECBITS_LOCKED_NOROOT)
+    for cap in range(64):
+        _prctl(libc, PR_CAPBSET_DROP, cap)
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"failed: capset: {os.strerror(ctypes.get_errno())}"
+    return "capabilities dropped" if not _has_capabilities() else "failed: capabilities remain"
+
+
+def _has_capabilities() -> bool:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16) != 0
+    except OSError:
+        pass
+    return False
+
+
+def kill_process_group(pgid: int):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def sweep_children(keep=()) -> int:
+    """Kill every child of this process except `keep` (with the subreaper flag, orphaned descendants of the
+    worker are our children too). Returns how many were killed."""
+    killed = 0
+    for _ in range(5):                         # a forking escapee may add children while we sweep
+        found = [pid for pid in _children() if pid not in keep]
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        time.sleep(0.01)
+    return killed
+
+
+def _children() -> list[int]:
+    me, pids = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            pids.append(int(entry))
+    return pids
+
+
+# ---- the worker's tripwire against monkey-patching -------------------------------------------------------
+
+GUARDED = (
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "time.sleep",
+    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize", "torch.cuda._sleep", "torch.cuda.current_stream", "torch.cuda.Stream",
+    "torch.Tensor.zero_", "torch.Tensor.clone",
+    "arena.timing.time_calls_gpu", "arena.timing.time_calls_wall", "arena.timing.gpu_spin",
+    "arena.timing.l2_flush_buffer", "arena.timing.clear_l2_cache", "arena.timing._cycles_per_us",
+    "arena.worker.Session", "arena.worker.Session.run", "arena.worker.Session.time",
+    "arena.worker.Session.profile", "arena.worker.Session._sync", "arena.worker._first_line",
+    "arena.worker.mark_input_aliases", "arena.worker._foreign_threads",
+    "arena.integrity.time_calls_drain", "arena.integrity.find_violations",
+    "multiprocessing.connection.Connection", "multiprocessing.connection.Connection.send",
+    "multiprocessing.connection.Connection._send_bytes", "multiprocessing.connection.Connection.recv",
+    "multiprocessing.reduction.ForkingPickler", "multiprocessing.reduction.ForkingPickler.dumps",
+    "torch.multiprocessing.reductions.reduce_tensor", "torch.multiprocessing.reductions.reduce_storage",
+)
+
+
+def _resolve(path: str):
+    """(found, object) for a dotted path: the longest importable module prefix, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:cut]))
+        if module is None:
+            continue
+        obj = module
+        try:
+            for name in parts[cut:]:
+                obj = _raw_attr(obj, name)
+        except AttributeError:
+            return False, None
+        return True, obj
+    return False, None
+
+
+def _raw_attr(obj, name):
+    """A class attribute as stored (no descriptor binding), else a plain getattr."""
+    if isinstance(obj, type):
+        for klass in obj.__mro__:
+            if name in klass.__dict__:
+                return klass.__dict__[name]
+    return getattr(obj, name)
+
+
+class HarnessGuard:
+    """Remembers the timer and harness functions before the submission is imported, and names any that
+    were replaced since. The harness checks after import, after every call and after every request."""
+
+    def __init__(self, paths=GUARDED):
+        self.modules = {name: sys.modules.get(name) for name in
+                        ("time", "torch", "torch.cuda", "arena.timing", "arena.worker", "arena.integrity",
+                         "multiprocessing.connection")}
+        self.saved = {}
+        for path in paths:
+            found, obj = _resolve(path)
+            if found:
+                self.saved[path] = obj
+
+        self._find = find_violations        # captured now: patching the module later changes nothing here
+
+    def violations(self) -> list[str]:
+        return self._find(self)
+
+    def check(self, when: str):
+        changed = self._find(self)
+        if changed:
+            shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+            raise IntegrityViolation(f"the submission replaced harness functions {when}: {shown} "
+                                     f"(monkey-patching timers or the harness is not allowed)")
+
+
+def find_violations(guard: HarnessGuard) -> list[str]:
+    """Dotted names of guarded modules and functions that are no longer the objects first seen."""
+    changed = [name for name, module in guard.modules.items()
+               if module is not None and sys.modules.get(name) is not module]
+    for path, obj in guard.saved.items():
+        found, now = _resolve(path)
+        if not found or now is not obj:
+            changed.append(path)
+    return changed
+
+
+def time_calls_drain(fn, inputs: list, sync, clock=time.perf_counter_ns) -> tuple[list, list[float], list[float]]:
+    """Sync-to-sync wall-clock calls that also measure the drain: how long the GPU kept working after
+    `fn` returned. Honest work on the timed stream drains in about its event time; work hidden on another
+    stream or thread makes the drain far longer than the event time. Returns outputs, wall ns, drain ns."""
+    outputs, wall, drain = [], [], []
+    for x in inputs:
+        sync()
+        t0 = clock()
+        outputs.append(fn(x))
+        t1 = clock()
+        sync()
+        t2 = clock()
+        wall.append(float(t2 - t0))
+        drain.append(float(t2 - t1))
+    return outputs, wall, drain
+
+
+def sync_latency_ns(sync, repeats: int = 5, clock=time.perf_counter_ns) -> float:
+    """Median cost of a synchronize on an idle device: the drain of a call that leaves no work behind."""
+    samples = []
+    for _ in range(repeats):
+        sync()
+        t0 = clock()
+        sync()
+        samples.append(float(clock() - t0))
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+# ---- the parent's audit of every output ------------------------------------------------------------------
+
+def tensors_in(data, path: str = "data"):
+    """(path, tensor) for every tensor in nested tuples/lists/dicts."""
+    import torch
+    if isinstance(data, torch.Tensor):
+        yield path, data
+    elif isinstance(data, (tuple, list)):
+        for i, x in enumerate(data):
+            yield from tensors_in(x, f"{path}[{i}]")
+    elif isinstance(data, dict):
+        for k, x in data.items():
+            yield from tensors_in(x, f"{path}[{k!r}]")
+
+
+def _span(t) -> tuple[int, int, str]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes(), str(t.device)
+
+
+def _overlap(a, b) -> bool:
+    return a[2] == b[2] and a[0] < b[1] and b[0] < a[1] and a[0] != a[1]
+
+
+def _bits(t):
+    import torch
+    t = t.detach()
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    return t.reshape(-1).view(torch.uint8)
+
+
+def snapshot(output):
+    """A private copy of every tensor of an output, taken the moment it arrives."""
+    import torch
+    if isinstance(output, torch.Tensor):
+        return output.detach().clone()
+    if isinstance(output, tuple):
+        return tuple(snapshot(x) for x in output)
+    if isinstance(output, list):
+        return [snapshot(x) for x in output]
+    if isinstance(output, dict):
+        return {k: snapshot(v) for k, v in output.items()}
+    return output
+
+
+def same_bits(a, b) -> bool:
+    import torch
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(_bits(a), _bits(b))
+
+
+class OutputAudit:
+    """Checks on the outputs of one evaluator run that the reference comparison cannot see.
+
+    For each request: `arrived(...)` snapshots the outputs and returns one error line per offending call
+    (an output that is a view of a non-output input, the input buffer of another call, or shared with the
+    output of another call in the same request); `unchanged_input(...)` tells whether an output still holds
+    the pre-filled output buffer; `late_writes()` compares every watched output with its snapshot.
+    """
+
+    def __init__(self):
+        self.watched = []       # (label, on_fail, live tensor, snapshot tensor)
+
+    def arrived(self, labels: list[str], sent: list, outputs: list, on_fail) -> tuple[list, list[str]]:
+        """Snapshots (what the reference is compared with) and alias errors, one per call at most."""
+        self._drop_reused(outputs)
+        snaps = [snapshot(o) for o in outputs]
+        errors = [""] * len(outputs)
+        spans = [[(p, _span(t)) for p, t in tensors_in(o, "output")] for o in outputs]
+        for i, (label, data, out) in enumerate(zip(labels, sent, outputs)):
+            out_tensors = list(tensors_in(out, "output"))
+            buffers = {id(t) for _, t in tensors_in(data) if any(_is_buffer_for(t, o) for _, o in out_tensors)}
+            for path, t in tensors_in(data):
+                if id(t) in buffers:
+                    continue
+                if any(_overlap(_span(t), s) for _, s in spans[i]):
+                    errors[i] = errors[i] or f"{label}: the output is a view of the input {path}, not a result"
+            for j in range(len(outputs)):
+                if j == i or errors[i]:
+                    continue
+                if any(_overlap(a, b) for _, a in spans[i] for _, b in spans[j]):
+                    errors[i] = f"{label} and {labels[j]} returned the same memory: each call must return its " \
+                                f"own result (results replayed or batched across calls?)"
+                elif any(_overlap(_span(t), s) for _, t in tensors_in(sent[j]) for _, s in spans[i]):
+                    errors[i] = f"{label} returned an input buffer of {labels[j]} (results replayed across calls?)"
+        for label, out, snap in zip(labels, outputs, snaps):
+            for (_, live), (_, copy) in zip(tensors_in(out, "output"), tensors_in(snap, "output")):
+                self.watched.append((label, on_fail, live, copy))
+        return snaps, errors
+
+    def _drop_reused(self, outputs):
+        """A buffer returned again by a later request was rewritten by that call, not written late."""
+        new = [_span(t) for o in outputs for _, t in tensors_in(o)]
+        self.watched = [w for w in self.watched if not any(_overlap(_span(w[2]), s) for s in new)]
+
+    def late_writes(self, keep: int = 256) -> list[tuple[str, object]]:
+        """(label, on_fail) of every watched output that changed after it arrived; keeps the newest `keep`."""
+        changed, still = [], []
+        for entry in self.watched:
+            label, on_fail, live, copy = entry
+            if same_bits(live, copy):
+                still.append(entry)
+            elif label not in [c[0] for c in changed]:
+                changed.append((label, on_fail))
+        self.watched = still[-keep:]
+        return changed
+
+
+def _is_buffer_for(t, out) -> bool:
+    """An input with the output's dtype and shape is its pre-filled buffer (c): returning it is allowed."""
+    return t.dtype == out.dtype and tuple(t.shape) == tuple(out.shape)
+
+
+def unchanged_input(original_data, output) -> str | None:
+    """The path of an input the output still equals bit for bit (the untouched pre-filled c), or None.
+    Call it before the reference runs: the reference writes into the original c."""
+    import torch
+    for _, out in tensors_in(output, "output"):
+        if not isinstance(out, torch.Tensor):
+            continue
+        for path, t in tensors_in(original_data):
+            if _is_buffer_for(t, out) and t.device == out.device and t.numel() > 0 and same_bits(t, out):
+                return path
+    return None
+
+
+LATE_WRITE = "changed after custom_kernel returned: a late write (background thread or unsynchronized stream)"
+
+
+# ---- times that cannot be honest -------------------------------------------------------------------------
+
+def timing_flags(samples_ns: list[float], sol_us: float | None, wall_ns: list[float] | None = None,
+                 drain_ns: list[float] | None = None, sync_ns: float | None = None,
+                 empty_ns: float | None = None) -> list[str]:
+    """Warnings for event times that cannot be honest (one line each).
+
+    - below the task's speed of light (B200 at 1.5 GHz): impossible on any GPU we evaluate on;
+    - the GPU kept working long after the call returned (drain) while the timed stream saw little: work
+      escaped the timed stream (side stream, thread);
+    - many calls measured no more than an empty timed window while others took far longer: one call did the
+      work of several (super-batch) or results were replayed.
+    """
+    import statistics
+    flags = []
+    if not samples_ns:
+        return flags
+    median = statistics.median(samples_ns)
+    if sol_us:
+        below = sum(s < sol_us * 1e3 for s in samples_ns)
+        if median < sol_us * 1e3:
+            flags.append(f"median {median / 1e3:.3f} us is below the B200 speed of light {sol_us} us: "
+                         f"the timing cannot be honest")
+        elif below * 10 >= len(samples_ns):
+            flags.append(f"{below} of {len(samples_ns)} timed calls ran faster than the B200 speed of light "
+                         f"{sol_us} us: those calls did not do their work inside the timed window")
+    if drain_ns:
+        drain = statistics.median(drain_ns) - (sync_ns or 0.0)
+        if drain > 2 * median + 50e3:
+            flags.append(f"the GPU kept working {drain / 1e3:.1f} us after custom_kernel returned, but the timed "
+                         f"stream saw {median / 1e3:.1f} us per call: work escapes the timed stream (side stream "
+                         f"or thread)")
+    elif wall_ns and statistics.median(wall_ns) > 4 * median + 200e3:
+        flags.append(f"event time {median / 1e3:.1f} us vs synchronized wall-clock "
+                     f"{statistics.median(wall_ns) / 1e3:.1f} us per call: work may escape the timed stream")
+    if empty_ns and len(samples_ns) >= 4:
+        empty = sum(s <= 1.5 * empty_ns + 500 for s in samples_ns)
+        if empty * 4 >= len(samples_ns) and max(samples_ns) > 4 * median:
+            flags.append(f"{empty} of {len(samples_ns)} timed calls took no longer than an empty timed window "
+                         f"({empty_ns / 1e3:.2f} us) while the slowest took {max(samples_ns) / 1e3:.1f} us: one "
+                         f"call doing the work of many (super-batch) or replayed results")
+    return flags
