@@ -45,7 +45,7 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
     from arena.taskdef import TaskError, load_task
 
-    popcorn_fd = os.environ.get("POPCORN_FD")
+    popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(seed)
     try:
         task = load_task(task_dir)
@@ -76,10 +76,13 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
 
+    from arena import report, static_checks
+    static = static_checks.scan(submission)
     results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd)
-    from arena import report
+    info["static_warnings"] = [f.as_dict() for f in static]
     if popcorn_fd is not None:
         report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
+        report.echo_integrity(results, static)           # stderr: the protocol lines stay exactly official
     else:
         from rich.console import Console
         console = Console()
@@ -117,8 +120,10 @@ def compile_mode(submission, archs) -> int:
 
 
 def _take_secret_seed(cli_seed):
-    """The secret seed leaves the environment before any child process exists."""
-    raw = os.environ.pop("POPCORN_SEED", None)
+    """The secret seed leaves the environment before any child process exists (and, re-exec'd by
+    arena.integrity.reexec_without_secret, it is not in /proc/<pid>/environ either)."""
+    from arena.integrity import take_handed_seed
+    raw = take_handed_seed()
     if raw is None:
         return cli_seed
     try:
@@ -133,6 +138,9 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
+    from arena import integrity, report  # noqa: F401  (imported before the worker exists: it can write files)
+    import rich.console, rich.table  # noqa: F401,E401
+    hardening = integrity.harden_parent()
     if popcorn_fd is not None:
         os.set_inheritable(int(popcorn_fd), False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -168,10 +176,23 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
                 results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
                 if ranked and not results[-1].passed:
                     break           # as the competition: a ranked run stops at the first failure
+        evaluator.finish()                  # late writes to outputs already checked
     finally:
         worker.stop()
-    return results, reports, system_info()
+        integrity.sweep_children(keep=_multiprocessing_helpers())
+    info = system_info()
+    info["integrity"] = {"parent": hardening, "worker": worker.hardening}
+    return results, reports, info
+
+
+def _multiprocessing_helpers() -> set:
+    """multiprocessing's own resource tracker: a child of ours that the final sweep must spare."""
+    from multiprocessing import resource_tracker
+    pid = getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
+    return {pid} if pid else set()
 
 
 if __name__ == "__main__":
+    from arena.integrity import reexec_without_secret
+    reexec_without_secret()                 # POPCORN_SEED out of /proc/<pid>/environ before anything else
     main()

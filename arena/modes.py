@@ -7,12 +7,14 @@ reference on its original after the call and checks every output it is shown. Th
 from __future__ import annotations
 
 import math
+import random
+import secrets
 import time
 from dataclasses import dataclass, field
 
 import torch
 
-from arena import checking, timing
+from arena import checking, integrity, timing
 from arena.runner import Worker, WorkerFailure
 from arena.specs import Case
 
@@ -79,6 +81,43 @@ class Evaluator:
         self.worker = worker
         self.device = device
         self.limits = limits
+        self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
+        self.salt = secrets.randbelow(2**30) + 1   # timed inputs: unpredictable seeds, new on every run
+        self.threads_seen = 0
+
+    def _audit(self, labels: list, sent: list, originals: list, outputs: list, result) -> tuple[list, str]:
+        """Snapshots of the outputs as they arrived (what gets checked) and the first integrity error."""
+        snaps, errors = self.audit.arrived(labels, sent, outputs, result)
+        problem = next((e for e in errors if e), "")
+        for label, data, snap in zip(labels, originals, snaps):
+            path = None if problem else integrity.unchanged_input(data, snap)
+            if path:
+                where = "" if len(labels) == 1 else f", {label}"
+                problem = f"custom_kernel returned the input c unchanged ({path} still holds its pre-filled " \
+                          f"values{where})"
+        return snaps, problem
+
+    def _late_writes(self, result=None) -> bool:
+        """Fail every case with an output that changed after it arrived; True if `result` is one."""
+        hit = False
+        for label, owner in self.audit.late_writes():
+            owner.passed, owner.error, owner.details = False, f"the output of {label} {integrity.LATE_WRITE}", []
+            hit = hit or owner is result
+        return hit
+
+    def _note_threads(self, reply: dict, result):
+        threads = reply.get("threads", 0)
+        self.threads_seen = max(self.threads_seen, threads)
+        if threads > 0:
+            note = f"the submission left {threads} Python thread(s) running after custom_kernel returned"
+            if note not in result.warnings:
+                result.warnings.append(note)
+
+    def finish(self):
+        """A last look for late writes, before the worker is stopped."""
+        if self.threads_seen:
+            time.sleep(0.3)                  # give a background writer the time it asked for
+        self._late_writes()
 
     def _sync(self):
         if self.device == "cuda":
@@ -114,10 +153,17 @@ class Evaluator:
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
             data = self.generate(case.args)
-            output = self._call("run", inputs=[clone_data(data)])["outputs"][0]
-            result.passed, result.error, result.details = self._check(data, output)
+            sent = [clone_data(data)]
+            reply = self._call("run", inputs=sent)
+            self._note_threads(reply, result)
+            (output,), problem = self._audit(["the call"], sent, [data], reply["outputs"], result)
+            if problem:
+                result.error = problem
+            else:
+                result.passed, result.error, result.details = self._check(data, output)
             if result.passed:
                 result.message, result.error = result.error, ""
+            self._late_writes(result)
         except WorkerFailure as failure:
             result.error = str(failure)
             result.details = [failure.traceback] if failure.traceback else []
@@ -131,37 +177,57 @@ class Evaluator:
         try:
             # Warm-up and the obligatory correctness check, on the case's own seed.
             data = self.generate(case.args)
-            output = self._call("run", inputs=[clone_data(data)])["outputs"][0]
-            good, error, details = self._check(data, output)
+            sent = [clone_data(data)]
+            reply = self._call("run", inputs=sent)
+            self._note_threads(reply, result)
+            (output,), problem = self._audit(["the correctness call"], sent, [data], reply["outputs"], result)
+            good, error, details = (False, problem, []) if problem else self._check(data, output)
+            if not good and problem:
+                result.error = f"failed the correctness check before timing: {error}"
+                return result
             if not good:
                 result.error, result.details = f"failed the correctness check before timing: {error}", details
                 return result
-            del data, output
+            del data, output, sent
             batch = _batch_size(self.generate(case.args), self.device)
             samples, wall_samples, calls, started = [], [], 0, time.perf_counter()
+            extras = {"drain_ns": [], "sync_ns": None, "empty_ns": None}
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
                 size = min(batch, limits.max_runs - len(samples))
-                originals = [self.generate(case.args, SEED_STRIDE * (calls + i + 1)) for i in range(size)]
+                offset = self.salt + SEED_STRIDE * calls
+                originals = [self.generate(case.args, offset + SEED_STRIDE * (i + 1)) for i in range(size)]
                 wall_originals = [] if wall_samples else \
-                    [self.generate(case.args, SEED_STRIDE * (10**6 + i)) for i in range(WALL_CALLS)]
+                    [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i)) for i in range(WALL_CALLS)]
+                labels = [f"timed call {calls + i}" for i in range(size)] + \
+                    [f"wall-clock call {i}" for i in range(len(wall_originals))]
                 calls += size
-                reply = self._call("time", inputs=[clone_data(d) for d in originals],
-                                   wall_inputs=[clone_data(d) for d in wall_originals])
+                sent = [clone_data(d) for d in originals + wall_originals]
+                reply = self._call("time", inputs=sent[:size], wall_inputs=sent[size:])
                 samples += reply["times_ns"]
                 wall_samples += reply["wall_ns"]
-                to_check = list(zip(originals + wall_originals, reply["outputs"]))
-                if not limits.check_every:
-                    to_check = to_check[:1]
-                for data, output in to_check:
+                extras["drain_ns"] += reply.get("drain_ns", [])
+                extras["sync_ns"] = reply.get("sync_ns", extras["sync_ns"])
+                extras["empty_ns"] = reply.get("empty_ns", extras["empty_ns"])
+                self._note_threads(reply, result)
+                outputs, problem = self._audit(labels, sent, originals + wall_originals, reply["outputs"], result)
+                if problem or self._late_writes(result):
+                    result.error = result.error or problem
+                    return result
+                to_check = list(zip(labels, originals + wall_originals, outputs))
+                if not limits.check_every:     # the first, and one the submission cannot predict
+                    to_check = to_check[:1] + _RANDOM.sample(to_check[1:], min(1, len(to_check) - 1))
+                for label, data, output in to_check:
                     good, error, details = self._check(data, output)
                     if not good:
-                        result.error = f"a timed output is wrong: {error}"
+                        result.error = f"a timed output is wrong: {error} ({label})"
                         result.details = details
                         return result
+                if self._late_writes(result):
+                    return result
             result.stats = timing.summarize(samples)
             result.wall = timing.summarize(wall_samples) if wall_samples else None
             result.passed = True
-            result.warnings = timing_warnings(result)
+            result.warnings = timing_warnings(result, {**extras, "samples": samples}) + result.warnings
         except WorkerFailure as failure:
             result.error = str(failure)
             result.details = [failure.traceback] if failure.traceback else []
@@ -186,17 +252,20 @@ def _batch_size(sample, device: str) -> int:
     return max(1, min(20, budget // max(1, data_bytes(sample))))
 
 
-def timing_warnings(result: CaseResult) -> list[str]:
-    """Flags for times that cannot be honest: faster than the B200 speed of light, or event time far
-    below the synchronized wall-clock time (work escaping the timed stream)."""
-    warnings = []
-    if result.stats and result.sol_us and result.stats.median < result.sol_us * 1e3:
-        warnings.append(f"median {result.stats.median / 1e3:.3f} us is below the B200 speed of light "
-                        f"{result.sol_us} us: the timing cannot be honest")
-    if result.stats and result.wall and result.wall.median > 4 * result.stats.median + 200e3:
-        warnings.append(f"event time {result.stats.median / 1e3:.1f} us vs synchronized wall-clock "
-                        f"{result.wall.median / 1e3:.1f} us per call: work may escape the timed stream")
-    return warnings
+_RANDOM = random.SystemRandom()
+
+
+def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]:
+    """Flags for times that cannot be honest (arena/integrity.py timing_flags): faster than the B200 speed of
+    light, the GPU still busy long after the call returned (work escaping the timed stream), or many calls
+    no longer than an empty timed window (super-batch / replay)."""
+    if not result.stats:
+        return []
+    extras = extras or {}
+    samples = extras.get("samples") or [result.stats.median]
+    wall = [result.wall.median] if result.wall else None
+    return integrity.timing_flags(samples, result.sol_us, wall, extras.get("drain_ns"), extras.get("sync_ns"),
+                                  extras.get("empty_ns"))
 
 
 def geomean_us(results: list[CaseResult]) -> float | None:

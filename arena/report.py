@@ -86,8 +86,10 @@ def _driver_version() -> str | None:
 
 def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: dict,
                reports: dict | None = None):
-    doc = {"mode": mode, "task": task, "submission": submission, "system": info,
-           "passed": all(r.passed for r in results), "cases": [r.as_dict() for r in results]}
+    system = {k: v for k, v in info.items() if k not in ("static_warnings", "integrity")}
+    doc = {"mode": mode, "task": task, "submission": submission, "system": system,
+           "passed": all(r.passed for r in results), "cases": [r.as_dict() for r in results],
+           "static_warnings": info.get("static_warnings", []), "integrity": info.get("integrity")}
     if mode in ("benchmark", "leaderboard"):
         doc["geomean_us"] = geomean_us(results)
     if reports:
@@ -142,6 +144,40 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
                 console.print(f"[yellow]⚠ case {r.index}: {warning}[/yellow]")
         if not info.get("gpu"):
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
+    render_integrity(console, mode, results, info)
     passed = sum(r.passed for r in results)
     colour = "green" if passed == len(results) else "red"
     console.print(f"[{colour}]{passed} of {len(results)} cases passed[/{colour}]")
+
+
+def render_integrity(console, mode: str, results: list[CaseResult], info: dict):
+    """Integrity flags (docs/integrity.md): run-time warnings, static hints, and the isolation in force."""
+    if mode not in ("benchmark", "leaderboard"):          # those modes print their warnings with the table
+        for r in results:
+            for warning in r.warnings:
+                console.print(f"⚠ case {r.index}: {warning}", style="yellow", markup=False, highlight=False)
+    static = info.get("static_warnings") or []
+    if static:
+        console.print("static checks (hints for a reviewer, not verdicts):", style="yellow")
+        for f in static:
+            console.print(f"  ⚠ [{f['code']}] {f['message']} (line {_lines(f['lines'])})", style="yellow",
+                          markup=False, highlight=False)
+    isolation = info.get("integrity")
+    if isolation:
+        parent = ", ".join(isolation.get("parent") or []) or "no parent hardening"
+        console.print(f"isolation: worker {isolation.get('worker')}; {parent}", style="dim", markup=False,
+                      highlight=False)
+
+
+def _lines(numbers: list) -> str:
+    return ", ".join(str(n) for n in numbers[:5]) + (" ..." if len(numbers) > 5 else "")
+
+
+def echo_integrity(results: list[CaseResult], static: list):
+    """With POPCORN_FD the result lines must stay exactly official: integrity flags go to stderr."""
+    import sys
+    for r in results:
+        for warning in r.warnings:
+            print(f"warning: case {r.index}: {warning}", file=sys.stderr)
+    for f in static:
+        print(f"static check: {f}", file=sys.stderr)
