@@ -206,16 +206,18 @@ CUDA_SM90 = CUDA_COMMON + r"""
 namespace nvfp4 {
 namespace sm90 {
 
-constexpr int RAW_STAGES = 6;                 // TMA ring depth (fp4 + scales)
-constexpr int ACT_STAGES = 2;                 // decoded A buffers
-constexpr int THREADS = 416;                  // WG0 transform, WG1-2 consumers, warp 12 producer
-constexpr int PRODUCER_WARP = 12;
-constexpr int RAW_B = 0;                      // offsets inside one raw stage
-constexpr int RAW_A = TILE_ROWS * BK_BYTES;   // 8192
-constexpr int RAW_SB = 2 * TILE_ROWS * BK_BYTES;
-constexpr int RAW_SA = RAW_SB + SF_STAGE_BYTES;
-constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;          // 18432
-constexpr uint32_t RAW_TX_BYTES = 2 * TILE_ROWS * BK_BYTES + 2 * SF_STAGE_BYTES;
+// CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x one m64 block) x 128 A rows, 128 k per stage.
+constexpr int NUM_CWG = 2;                    // consumer warpgroups
+constexpr int B_ROWS = 64 * NUM_CWG;          // 128
+constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
+constexpr int ACT_STAGES = 3;                 // decoded A buffers
+constexpr int PRODUCER_WARP = 4 * (1 + NUM_CWG);
+constexpr int THREADS = 32 * (PRODUCER_WARP + 1);  // WG0 transform, WG1..NUM_CWG consumers, one producer warp
+constexpr int RAW_B = 0;                                          // offsets inside one raw stage
+constexpr int RAW_A = B_ROWS * BK_BYTES;                          // 12288
+constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;              // 2 x 1024 (B rows span two 128-row blocks)
+constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
+constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;          // 23552
 constexpr int ACT_ATOM_BYTES = TILE_ROWS * 128;                   // 64 k x 128 rows, fp16, 128B swizzle
 constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;               // 32768
 constexpr int EPI_LD = 72;                                        // halves per row of the epilogue buffer
@@ -223,8 +225,11 @@ constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;                 // per consume
 constexpr int OFF_RAW = 0;
 constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
 constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
-constexpr int OFF_BAR = OFF_EPI + 2 * EPI_BYTES;
+constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;                  // + barriers + alignment slack
+constexpr int WS_FLOAT4_PER_UNIT = 16 * 128;                      // one consumer warpgroup's 64 x 128 fp32 partial
+static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
+static_assert(SMEM_BYTES <= 232448, "shared memory");
 
 struct Params {
   const uint8_t* sfa;   // blocked scales of A (batch stride sfa_batch bytes)
@@ -234,8 +239,9 @@ struct Params {
   int* counters;        // one per (tile, consumer warpgroup), zero between calls
   uint64_t sfa_batch, sfb_batch;
   int M, N, K, L, kb64;
+  int b_row_blocks;     // ceil(N / 128): blocked-scale row blocks of B per batch
   int vec_store;        // N % 8 == 0: 16-byte stores of C
-  Schedule sch;
+  Schedule sch;         // tiles: m_tiles = ceil(M/128), n_tiles = ceil(N/B_ROWS)
 };
 
 // fp4 pair -> fp16x2 bits of (value * 2^-14): lane 0 <- nibble I, lane 1 <- nibble I+4 of w.
@@ -265,6 +271,24 @@ __device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
 __device__ __forceinline__ uint32_t word(const uint4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
 }
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
 
 // K permutation (inside one 128-k stage; both operands use it, so the GEMM is unchanged).
 // Physical element p = 32t + 8q + n (t = 16-byte chunk of the row, q = 32-bit word, n = nibble) sits at
@@ -282,7 +306,15 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+__device__ __forceinline__ void keep(const uint32_t (&a)[4]) {
+  asm volatile("" :: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]) : "memory");
+}
+__device__ __forceinline__ void keep_acc(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
 
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) {
   asm volatile(
@@ -306,12 +338,23 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
+// one k16 step of one m64 block: fragments of rows g (x0) and g+8 (x1) from word q, pair base pb
+template <int PB>
+__device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint32_t w1, uint32_t s0, uint32_t s1) {
+  f[0] = dec<PB>(w0, s0);
+  f[1] = dec<PB>(w1, s1);
+  f[2] = dec<PB + 1>(w0, s0);
+  f[3] = dec<PB + 1>(w1, s1);
+}
+
 // ---- the kernel ----------------------------------------------------------------------------------------------
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMap map_a,
             const __grid_constant__ CUtensorMap map_b) {
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  // keep the pointer derived from smem_raw (shared window) while aligning to 1024 B
+  uint8_t* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  const uint32_t sbase = smem_u32(smem);
   uint64_t* raw_full = (uint64_t*)(smem + OFF_BAR);
   uint64_t* raw_empty = raw_full + RAW_STAGES;
   uint64_t* act_full = raw_empty + RAW_STAGES;
@@ -326,35 +369,16 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
   const int nk = sch.nk;
 
   if (tid == 0) {
-    for (int s = 0; s < RAW_STAGES; ++s) { mbar_init(&raw_full[s], 1); mbar_init(&raw_empty[s], 12); }
-    for (int s = 0; s < ACT_STAGES; ++s) { mbar_init(&act_full[s], 4); mbar_init(&act_empty[s], 8); }
+    for (int s = 0; s < RAW_STAGES; ++s) {
+      mbar_init(&raw_full[s], 1);
+      mbar_init(&raw_empty[s], 4 + 4 * NUM_CWG);   // every transform and consumer warp
+    }
+    for (int s = 0; s < ACT_STAGES; ++s) { mbar_init(&act_full[s], 4); mbar_init(&act_empty[s], 4 * NUM_CWG); }
     fence_mbar_init();
   }
   __syncthreads();
 
-  if (warp == PRODUCER_WARP) {
-    // ------------------------------------------------------------------ producer: TMA + bulk copies
-    if (lane == 0) {
-      prefetch_tensormap(&map_a);
-      prefetch_tensormap(&map_b);
-      for (long long it = it_begin; it < it_end; ++it) {
-        const int j = (int)(it - it_begin);
-        const int s = j % RAW_STAGES;
-        mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
-        int l, nt, mt;
-        sch.decode(it / nk, l, nt, mt);
-        const int kb = (int)(it % nk);
-        uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
-        mbar_expect_tx(&raw_full[s], RAW_TX_BYTES);
-        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * TILE_ROWS);
-        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
-        bulk_load(st + RAW_SB, p.sfb + l * p.sfb_batch + sf_block_offset(nt, kb * (BK / 64), p.kb64),
-                  SF_STAGE_BYTES, &raw_full[s]);
-        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                  SF_STAGE_BYTES, &raw_full[s]);
-      }
-    }
-  } else if (warp < 4) {
+  if (warp < 4) {
     // ------------------------------------------------------------------ transform: A tile -> fp16 smem
     const int r = tid;  // row of the A tile
     for (long long it = it_begin; it < it_end; ++it) {
@@ -362,13 +386,13 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const int s = j % RAW_STAGES;
       const int as = j % ACT_STAGES;
       mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
-      const uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
+      const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
       uint4 v[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c)  // 64-byte TMA swizzle: chunk c of row r sits at c ^ ((r >> 1) & 3)
-        v[c] = *(const uint4*)(st + RAW_A + r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
-      const uint32_t sc0 = *(const uint32_t*)(st + RAW_SA + sf_inblock_offset(r, 0));
-      const uint32_t sc1 = *(const uint32_t*)(st + RAW_SA + SF_BLOCK_BYTES + sf_inblock_offset(r, 0));
+        v[c] = lds128(st + RAW_A + r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
+      const uint32_t sc0 = lds32(st + RAW_SA + sf_inblock_offset(r, 0));
+      const uint32_t sc1 = lds32(st + RAW_SA + SF_BLOCK_BYTES + sf_inblock_offset(r, 0));
       __syncwarp();
       if (lane == 0) mbar_arrive(&raw_empty[s]);
       uint32_t sc[8];
@@ -376,7 +400,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       for (int b = 0; b < 8; ++b) sc[b] = scale_x2(((b < 4 ? sc0 : sc1) >> (8 * (b & 3))) & 0xFF);
 
       mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
-      uint8_t* act = smem + OFF_ACT + as * ACT_STAGE_BYTES;
+      const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) {     // k16 step
         const int q = ks >> 1;             // word inside each 16-byte chunk
@@ -391,22 +415,21 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
           }
           const int chunk = 2 * (ks & 3) + h;  // 16-byte chunk inside the 128-byte row of the 64-k atom
-          uint8_t* dst = act + (ks >> 2) * ACT_ATOM_BYTES + r * 128 + ((chunk ^ (r & 7)) << 4);
-          *(uint4*)dst = make_uint4(o[0], o[1], o[2], o[3]);
+          sts128(act + (ks >> 2) * ACT_ATOM_BYTES + r * 128 + ((chunk ^ (r & 7)) << 4), o[0], o[1], o[2], o[3]);
         }
       }
       fence_proxy_async();
       __syncwarp();
       if (lane == 0) mbar_arrive(&act_full[as]);
     }
-  } else {
+  } else if (warp < PRODUCER_WARP) {
     // ------------------------------------------------------------------ consumers: decode B + wgmma
-    const int cw = (warp >> 2) - 1;            // consumer warpgroup 0/1: B rows 64*cw .. +63 of the tile
+    const int cw = (warp >> 2) - 1;            // consumer warpgroup: B rows 64*cw .. +63 of the tile
     const int ct = tid - 128 * (cw + 1);       // thread in warpgroup
     const int wq = ct >> 5;                    // warp in warpgroup
     const int g = lane >> 2, t = lane & 3;
-    const int r0 = 64 * cw + 16 * wq + g, r1 = r0 + 8;
-    __half* epi = (__half*)(smem + OFF_EPI + cw * EPI_BYTES);
+    const int r0 = 64 * cw + 16 * wq + g, r1 = r0 + 8;   // rows of this thread inside the B tile
+    const uint32_t epi = sbase + OFF_EPI + cw * EPI_BYTES;
     float acc[64];
 
     long long it = it_begin;
@@ -414,6 +437,19 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const long long tile = it / nk;
       const long long seg_begin = it;
       const long long seg_end = (tile + 1) * nk < it_end ? (tile + 1) * nk : it_end;
+      // scale bytes of rows r0, r1 (blocks 2t, 2t+1 of the stage) inside the stage's B scale tiles
+      uint32_t sfo0, sfo1;
+      if (B_ROWS % 128 == 0) {
+        sfo0 = RAW_SB + (r0 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r0 & 127, 2 * (t & 1));
+        sfo1 = RAW_SB + (r1 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r1 & 127, 2 * (t & 1));
+      } else {  // B rows nt*B_ROWS.. straddle 128-row blocks first_rb, first_rb + 1
+        int l_, nt_, mt_;
+        sch.decode(tile, l_, nt_, mt_);
+        const int first_rb = (nt_ * B_ROWS) >> 7;
+        const int g0 = nt_ * B_ROWS + r0, g1 = nt_ * B_ROWS + r1;
+        sfo0 = RAW_SB + ((g0 >> 7) - first_rb) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(g0 & 127, 2 * (t & 1));
+        sfo1 = RAW_SB + ((g1 >> 7) - first_rb) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(g1 & 127, 2 * (t & 1));
+      }
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.f;
 
@@ -422,11 +458,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int s = j % RAW_STAGES;
         const int as = j % ACT_STAGES;
         mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
-        const uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
-        const uint4 x0 = *(const uint4*)(st + RAW_B + r0 * 64 + t * 16);
-        const uint4 x1 = *(const uint4*)(st + RAW_B + r1 * 64 + t * 16);
-        const uint32_t sb0 = *(const uint16_t*)(st + RAW_SB + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r0, 2 * (t & 1)));
-        const uint32_t sb1 = *(const uint16_t*)(st + RAW_SB + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r1, 2 * (t & 1)));
+        const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
+        const uint4 x0 = lds128(st + RAW_B + r0 * 64 + t * 16);
+        const uint4 x1 = lds128(st + RAW_B + r1 * 64 + t * 16);
+        const uint32_t sb0 = lds16(st + sfo0);
+        const uint32_t sb1 = lds16(st + sfo1);
         __syncwarp();
         if (lane == 0) mbar_arrive(&raw_empty[s]);
         const uint32_t s00 = scale_x2(sb0 & 0xFF), s01 = scale_x2(sb0 >> 8);
@@ -439,29 +475,21 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           const uint32_t w0 = word(x0, q), w1 = word(x1, q);
           const uint32_t a0 = (ks >> 2) ? s01 : s00;
           const uint32_t a1 = (ks >> 2) ? s11 : s10;
-          if ((ks & 1) == 0) {
-            frag[ks][0] = dec<0>(w0, a0); frag[ks][1] = dec<0>(w1, a1);
-            frag[ks][2] = dec<1>(w0, a0); frag[ks][3] = dec<1>(w1, a1);
-          } else {
-            frag[ks][0] = dec<2>(w0, a0); frag[ks][1] = dec<2>(w1, a1);
-            frag[ks][2] = dec<3>(w0, a0); frag[ks][3] = dec<3>(w1, a1);
-          }
+          if ((ks & 1) == 0) decode_step<0>(frag[ks], w0, w1, a0, a1);
+          else decode_step<2>(frag[ks], w0, w1, a0, a1);
         }
 
         mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
-        const uint32_t act = smem_u32(smem + OFF_ACT + as * ACT_STAGE_BYTES);
+        const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 8; ++ks)
           wgmma_m64n128k16_rs(acc, frag[ks], sw128_desc(act + (ks >> 2) * ACT_ATOM_BYTES + (ks & 3) * 32));
         wgmma_commit();
-        wgmma_wait0();
+        wgmma_wait<0>();
+        keep_acc(acc);
 #pragma unroll
-        for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i]) :: "memory");
-#pragma unroll
-        for (int ks = 0; ks < 8; ++ks)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(frag[ks][i]) :: "memory");
+        for (int ks = 0; ks < 8; ++ks) keep(frag[ks]);
         __syncwarp();
         if (lane == 0) mbar_arrive(&act_empty[as]);
       }
@@ -472,8 +500,8 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
       bool finish = true;
       if (!whole) {
-        const int unit = (int)(tile * 2 + cw);
-        float4* mine = p.ws + ((size_t)sch.slot(cta, tile) * 2 + cw) * 16 * 128;
+        const int unit = (int)(tile * NUM_CWG + cw);
+        float4* mine = p.ws + ((size_t)sch.slot(cta, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
 #pragma unroll
         for (int jj = 0; jj < 16; ++jj)
           mine[jj * 128 + ct] = make_float4(acc[4 * jj], acc[4 * jj + 1], acc[4 * jj + 2], acc[4 * jj + 3]);
@@ -490,11 +518,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 #pragma unroll
           for (int i = 0; i < 64; ++i) acc[i] = 0.f;
           for (int part = 0; part < parts; ++part) {   // fixed order: deterministic sums
-            const float4* src = p.ws + ((size_t)sch.slot(c0 + part, tile) * 2 + cw) * 16 * 128;
+            const float4* src = p.ws + ((size_t)sch.slot(c0 + part, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
 #pragma unroll
             for (int jj = 0; jj < 16; ++jj) {
-              const float4 v4 = __ldcg(src + jj * 128 + ct);
-              acc[4 * jj] += v4.x; acc[4 * jj + 1] += v4.y; acc[4 * jj + 2] += v4.z; acc[4 * jj + 3] += v4.w;
+              const float4 u = __ldcg(src + jj * 128 + ct);
+              acc[4 * jj] += u.x; acc[4 * jj + 1] += u.y; acc[4 * jj + 2] += u.z; acc[4 * jj + 3] += u.w;
             }
           }
           if (ct == 0) p.counters[unit] = 0;
@@ -508,7 +536,8 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           for (int e = 0; e < 4; ++e) {
             const int n_local = 16 * wq + g + 8 * (e >> 1);
             const int m_local = 8 * jj + 2 * t + (e & 1);
-            epi[m_local * EPI_LD + n_local] = __float2half_rn(acc[4 * jj + e] * 16384.f);
+            const unsigned short hv = __half_as_ushort(__float2half_rn(acc[4 * jj + e] * 16384.f));
+            asm volatile("st.shared.u16 [%0], %1;" :: "r"(epi + (m_local * EPI_LD + n_local) * 2), "h"(hv) : "memory");
           }
         named_bar_sync(1 + cw, 128);
 #pragma unroll
@@ -516,9 +545,9 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           const int idx = pass * 128 + ct;
           const int m_local = idx >> 3, ch = idx & 7;
           const int m = mt * TILE_ROWS + m_local;
-          const int n = nt * TILE_ROWS + 64 * cw + ch * 8;
+          const int n = nt * B_ROWS + 64 * cw + ch * 8;
           if (m < p.M && n < p.N) {
-            const uint4 val = *(const uint4*)(epi + m_local * EPI_LD + ch * 8);
+            const uint4 val = lds128(epi + (m_local * EPI_LD + ch * 8) * 2);
             __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
             if (p.vec_store && n + 8 <= p.N) {
               *(uint4*)dst = val;
@@ -534,6 +563,33 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         named_bar_sync(1 + cw, 128);
       }
     }
+  } else {
+    // ------------------------------------------------------------------ producer: TMA + bulk copies
+    if (lane == 0) {
+      prefetch_tensormap(&map_a);
+      prefetch_tensormap(&map_b);
+      for (long long it = it_begin; it < it_end; ++it) {
+        const int j = (int)(it - it_begin);
+        const int s = j % RAW_STAGES;
+        mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
+        int l, nt, mt;
+        sch.decode(it / nk, l, nt, mt);
+        const int kb = (int)(it % nk);
+        uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
+        const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
+        const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
+        const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
+        mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
+        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
+        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+        for (int i = 0; i < nsb; ++i)
+          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
+                    p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
+                    SF_STAGE_BYTES, &raw_full[s]);
+        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                  SF_STAGE_BYTES, &raw_full[s]);
+      }
+    }
   }
 }
 
@@ -544,10 +600,10 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
-  return (long long)2 * num_sms * 2 * 16 * 128 * 16;
+  return (long long)2 * num_sms * nvfp4::sm90::NUM_CWG * nvfp4::sm90::WS_FLOAT4_PER_UNIT * 16;
 }
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
-  return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * 2;
+  return (long long)((M + 127) / 128) * ((N + nvfp4::sm90::B_ROWS - 1) / nvfp4::sm90::B_ROWS) * L * nvfp4::sm90::NUM_CWG;
 }
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
                                  int* counters, int M, int N, int K, int L, int num_sms, char* err, int err_len) {
@@ -567,10 +623,11 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   p.sfb_batch = sf_batch_bytes(N, K);
   p.M = M; p.N = N; p.K = K; p.L = L;
   p.kb64 = K / 64;
+  p.b_row_blocks = (N + 127) / 128;
   p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
   Schedule& s = p.sch;
   s.m_tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
-  s.n_tiles = (N + TILE_ROWS - 1) / TILE_ROWS;
+  s.n_tiles = (N + B_ROWS - 1) / B_ROWS;
   s.L = L;
   s.nk = K / BK;
   s.total = (long long)s.tiles() * s.nk;
@@ -578,7 +635,7 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
 
   CUtensorMap map_a, map_b;
   int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
-  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
   if (r != 0) {
     snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
     return 2;
@@ -656,8 +713,37 @@ def _blocked_strides(shape):
     return (16, 4, cb * 512, 1, 512, rb * cb * 512)
 
 
+_SM90_OK = {}  # validated (shapes, strides, dtypes, device) -> (M, N, K, L)
+
+
 def _run_sm90(data: input_t) -> output_t:
     a, b, _sfa, _sfb, sfa_perm, sfb_perm, c = data
+    key = (a.shape, a.stride(), b.shape, b.stride(), sfa_perm.shape, sfa_perm.stride(), sfb_perm.shape,
+           sfb_perm.stride(), c.shape, c.stride(), a.dtype, b.dtype, sfa_perm.dtype, sfb_perm.dtype, c.dtype, c.device)
+    dims = _SM90_OK.get(key)
+    if dims is None:
+        dims = _validate_sm90(a, b, sfa_perm, sfb_perm, c)
+        _SM90_OK[key] = dims
+    M, N, K, L = dims
+    mod = _SM90 or _sm90_module()
+    entry = _SM90_CACHE.get(c.device.index)
+    if entry is None or entry[1].numel() < int(mod.sm90_counter_count(M, N, L)):
+        entry = _sm90_buffers(mod, c.device, M, N, L)
+    ws, cnt, num_sms = entry
+    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms)
+    return c
+
+
+def _sm90_buffers(mod, device, M, N, L):
+    num_sms = torch.cuda.get_device_properties(device).multi_processor_count
+    ws = torch.empty(int(mod.sm90_workspace_bytes(num_sms)) // 4, dtype=torch.float32, device=device)
+    need = int(mod.sm90_counter_count(M, N, L))
+    cnt = torch.zeros(max(need, 4096), dtype=torch.int32, device=device)  # the kernel leaves it zero
+    _SM90_CACHE[device.index] = (ws, cnt, num_sms)
+    return _SM90_CACHE[device.index]
+
+
+def _validate_sm90(a, b, sfa_perm, sfb_perm, c):
     if a.dim() != 3 or b.dim() != 3 or c.dim() != 3:
         raise ValueError("nvfp4 sm90 gemm: a, b, c must be 3-D ([rows, K/2, L], [M, N, L])")
     M, KH, L = a.shape
@@ -682,18 +768,7 @@ def _run_sm90(data: input_t) -> output_t:
     for x in (a, b, sfa_perm, sfb_perm, c):
         if x.device != c.device:
             raise ValueError("nvfp4 sm90 gemm: all tensors must be on one CUDA device")
-
-    mod = _sm90_module()
-    dev = c.device.index if c.device.index is not None else torch.cuda.current_device()
-    ws, cnt, num_sms = _SM90_CACHE.get(dev, (None, None, 0))
-    need_cnt = int(mod.sm90_counter_count(M, N, L))
-    if ws is None or cnt.numel() < need_cnt:
-        num_sms = torch.cuda.get_device_properties(dev).multi_processor_count
-        ws = torch.empty(int(mod.sm90_workspace_bytes(num_sms)) // 4, dtype=torch.float32, device=c.device)
-        cnt = torch.zeros(max(need_cnt, 4096), dtype=torch.int32, device=c.device)  # the kernel leaves it zero
-        _SM90_CACHE[dev] = (ws, cnt, num_sms)
-    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms)
-    return c
+    return M, N, K, L
 
 
 def _run_sm100(data: input_t) -> output_t:

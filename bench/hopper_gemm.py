@@ -9,6 +9,9 @@ One GPU run (repo root):  PYTHONUNBUFFERED=1 python3 bench/hopper_gemm.py [--rep
 3. times, with CUDA events after an L2 flush, median of --reps: our kernel; cuBLAS bf16 on pre-dequantized
    operands (torch.matmul of bf16 tensors); naive dequantize (PyTorch) + cuBLAS bf16; and the bf16
    tensor-core floor 2*M*N*K / peak, where peak is a large bf16 matmul measured in the same run.
+   Before each timed call: L2 flush (2x L2 bytes zeroed), then a ~100 us GPU sleep so that the host's
+   launch cost (Python checks, tensor-map encoding) is hidden, as in the leaderboard's batched timing.
+   The host cost is reported separately (wall clock per call with the GPU idle-free).
 Prints a table at the end (us, ratio to floor, speed-up vs cuBLAS bf16, geomean).
 """
 import argparse
@@ -36,6 +39,7 @@ BENCH = [(128, 7168, 16384, 1), (128, 4096, 7168, 1), (128, 7168, 2048, 1)]
 BIG = (2304, 4608, 7168, 1)
 ROBUST = [(128, 256, 256, 1, "quantized"), (256, 512, 1024, 1, "quantized"), (128, 384, 512, 1, "allcodes"),
           (256, 256, 256, 2, "official"), (128, 512, 768, 3, "quantized"), (384, 256, 256, 1, "allcodes")]
+SLEEP_CYCLES = 200_000  # ~100 us at 1.98 GHz
 IRREGULAR = [(200, 320, 384, 2, "official"), (64, 96, 256, 1, "official"), (130, 1000, 1152, 1, "official"),
              (1, 8, 128, 1, "official"), (128, 7168, 2048, 1, "allcodes")]
 
@@ -60,7 +64,19 @@ def check_case(m, n, k, l, data, seed):
     d = (first.float() - ref.float()).abs()
     maxdiff = float(d[~torch.isnan(d)].max()) if d.numel() and (~torch.isnan(d)).any() else float("nan")
     close = bool(torch.allclose(first.float(), ref.float(), rtol=1e-3, atol=1e-3)) and nan == 0
-    return dict(mism=mism, total=first.numel(), nan=nan, maxdiff=maxdiff, repeat_same=same, close=close)
+    r = dict(mism=mism, total=first.numel(), nan=nan, maxdiff=maxdiff, repeat_same=same, close=close)
+    if mism:  # judge both against an fp64 GEMM: is ours as close as the fp32 reference is?
+        exact = torch.empty_like(ref, dtype=torch.float64)
+        for b in range(l):
+            x = dequantize(inp[0][:, :, b], inp[2][:, :, b], torch.float64)
+            y = dequantize(inp[1][:, :, b], inp[3][:, :, b], torch.float64)
+            exact[:, :, b] = x @ y.T
+        e16 = exact.to(torch.float16).float()
+        r["ours_vs_fp64"] = float((first.float() - e16).abs().max())
+        r["ref_vs_fp64"] = float((ref.float() - e16).abs().max())
+        r["ours_mism_fp64"] = int((first.view(torch.int16) != exact.to(torch.float16).view(torch.int16)).sum())
+        r["ref_mism_fp64"] = int((ref.view(torch.int16) != exact.to(torch.float16).view(torch.int16)).sum())
+    return r
 
 
 def run_checks(quick):
@@ -76,6 +92,9 @@ def run_checks(quick):
             status = "BIT-EXACT" if r["mism"] == 0 else ("close" if r["close"] else "WRONG")
             line = (f"{label:36s} {status:9s} mismatches {r['mism']}/{r['total']} nan {r['nan']} "
                     f"max|d| {r['maxdiff']:.3g} repeat-identical {r['repeat_same']}")
+            if "ours_vs_fp64" in r:
+                line += (f"\n{'':36s} vs fp64 GEMM rounded once: ours {r['ours_mism_fp64']} differ (max {r['ours_vs_fp64']:.3g}),"
+                         f" fp32 reference {r['ref_mism_fp64']} differ (max {r['ref_vs_fp64']:.3g})")
         except Exception as e:  # report and go on
             status = "ERROR"
             line = f"{label:36s} ERROR {type(e).__name__}: {str(e).splitlines()[0][:150]}"
@@ -97,6 +116,7 @@ def bench(fn, reps, flush_buf, warmup=3):
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
         flush_buf.zero_()
+        torch.cuda._sleep(SLEEP_CYCLES)  # keep the GPU busy so host-side launch cost stays out of the timing
         starts[i].record()
         fn()
         ends[i].record()
@@ -122,6 +142,12 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
         submission.custom_kernel(d)
 
     t_ours = bench(ours, reps, flush_buf)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(100):
+        ours()
+    torch.cuda.synchronize()
+    t_b2b = (time.perf_counter() - t0) / 100 * 1e6  # back-to-back wall time per call (host + GPU, L2 warm)
     a, b, sfa, sfb = sets[0][:4]
     a16 = dequantize(a[:, :, 0], sfa[:, :, 0], torch.bfloat16)
     b16 = dequantize(b[:, :, 0], sfb[:, :, 0], torch.bfloat16)
@@ -135,7 +161,7 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
 
     t_naive = bench(naive, max(3, reps // 10), flush_buf, warmup=1)
     floor = 2 * m * n * k * l / (peak * 1e12) * 1e6
-    return t_ours, t_cublas, t_naive, floor
+    return t_ours, t_cublas, t_naive, floor, t_b2b
 
 
 def main():
@@ -166,7 +192,8 @@ def main():
             traceback.print_exc()
             continue
         results.append(((m, n, k, l), r))
-        print(f"timed {m}x{n}x{k}: ours {r[0]:.1f} us, cuBLAS bf16 {r[1]:.1f} us, naive {r[2]:.1f} us", flush=True)
+        print(f"timed {m}x{n}x{k}: ours {r[0]:.1f} us, cuBLAS bf16 {r[1]:.1f} us, naive {r[2]:.1f} us, "
+              f"ours back-to-back wall {r[4]:.1f} us/call", flush=True)
 
     print()
     if check_rows:
@@ -177,7 +204,7 @@ def main():
     hdr = f"{'M x N x K':>18s} {'ours':>8s} {'floor':>7s} {'ours/floor':>10s} {'cuBLAS bf16':>11s} {'speed-up':>8s} {'naive':>8s} {'TFLOP/s':>8s}"
     print(hdr)
     sp = []
-    for (m, n, k, l), (t, tc, tn, fl) in results:
+    for (m, n, k, l), (t, tc, tn, fl, _) in results:
         sp.append(tc / t)
         print(f"{f'{m}x{n}x{k}':>18s} {t:8.1f} {fl:7.1f} {t / fl:10.2f} {tc:11.1f} {tc / t:8.2f} {tn:8.1f} "
               f"{2 * m * n * k * l / (t * 1e-6) / 1e12:8.0f}")
