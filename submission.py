@@ -203,6 +203,9 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // arena: arch sm_90a
+#ifndef NVFP4_PROFILE_MODE
+#define NVFP4_PROFILE_MODE 0   // 1/2/3: skip the A/B/both fp4 decodes (wrong results; bench bottleneck probes)
+#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -412,7 +415,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             const uint32_t w = word(v[t], q);
             const uint32_t s2 = sc[2 * t + (ks >> 2)];
             const int pi = 2 * (ks & 1) + h;
+#if NVFP4_PROFILE_MODE & 1
+            o[t] = w ^ s2 ^ pi;
+#else
             o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
+#endif
           }
           const int chunk = 2 * (ks & 3) + h;  // 16-byte chunk inside the 128-byte row of the 64-k atom
           sts128(act + (ks >> 2) * ACT_ATOM_BYTES + r * 128 + ((chunk ^ (r & 7)) << 4), o[0], o[1], o[2], o[3]);
@@ -475,8 +482,12 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           const uint32_t w0 = word(x0, q), w1 = word(x1, q);
           const uint32_t a0 = (ks >> 2) ? s01 : s00;
           const uint32_t a1 = (ks >> 2) ? s11 : s10;
+#if NVFP4_PROFILE_MODE & 2
+          frag[ks][0] = w0 ^ a0; frag[ks][1] = w1 ^ a1; frag[ks][2] = w0 ^ ks; frag[ks][3] = w1 ^ ks;
+#else
           if ((ks & 1) == 0) decode_step<0>(frag[ks], w0, w1, a0, a1);
           else decode_step<2>(frag[ks], w0, w1, a0, a1);
+#endif
         }
 
         mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);

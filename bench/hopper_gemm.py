@@ -164,11 +164,27 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
     return t_ours, t_cublas, t_naive, floor, t_b2b
 
 
+def build_probe(mode):
+    """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?"""
+    from torch.utils.cpp_extension import load_inline
+    return load_inline(name=f"nvfp4_sm90_probe{mode}", cpp_sources=[submission.CPP_SM90],
+                       cuda_sources=[submission.CUDA_SM90], functions=["sm90_gemm"],
+                       extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
+                                          f"-DNVFP4_PROFILE_MODE={mode}"])
+
+
+def time_probe(mod, m, n, k, l, reps, flush_buf):
+    a, b, _, _, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 7)
+    ws, cnt, sms = submission._SM90_CACHE[c.device.index]
+    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms), reps, flush_buf)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--quick", action="store_true", help="three checks, one timed shape")
     ap.add_argument("--no-checks", action="store_true")
+    ap.add_argument("--probes", action="store_true", help="also time builds with decodes skipped (bottleneck probes)")
     args = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)
@@ -195,7 +211,22 @@ def main():
         print(f"timed {m}x{n}x{k}: ours {r[0]:.1f} us, cuBLAS bf16 {r[1]:.1f} us, naive {r[2]:.1f} us, "
               f"ours back-to-back wall {r[4]:.1f} us/call", flush=True)
 
+    probe_rows = []
+    if args.probes:
+        for mode, what in ((1, "no A decode"), (2, "no B decode"), (3, "no decode")):
+            try:
+                t0 = time.time()
+                mod = build_probe(mode)
+                print(f"probe {mode} built in {time.time() - t0:.0f} s", flush=True)
+                for (m, n, k, l) in [BENCH[0], BIG]:
+                    probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf)))
+                    print(probe_rows[-1], flush=True)
+            except Exception as e:
+                print(f"probe {mode} failed: {e}", flush=True)
+
     print()
+    for what, shape, t in probe_rows:
+        print(f"probe ({what:12s}) {shape:>16s}: {t:8.1f} us")
     if check_rows:
         bad = [lab for lab, st in check_rows if st not in ("BIT-EXACT", "close")]
         exact = sum(st == "BIT-EXACT" for _, st in check_rows)
