@@ -12,8 +12,9 @@ import click
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
-MODES = ("test", "benchmark", "leaderboard", "profile", "compile")
-DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks"}
+MODES = ("test", "benchmark", "leaderboard", "profile", "compile", "diagnose")
+DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
+               "diagnose": "tests"}
 
 
 def fail_setup(message: str, code: int):
@@ -76,6 +77,13 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
 
+    if mode == "diagnose":      # probes for people: no POPCORN protocol; one small default case unless chosen
+        if popcorn_fd is not None:
+            fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
+        if not specfile and not only:
+            from arena.diagnose import DEFAULT_PROBE_CASE
+            from arena.specs import Case, format_spec
+            indexed = [(0, Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE)))]
     from arena import report, static_checks
     static = static_checks.scan(submission)
     results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd)
@@ -168,6 +176,10 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
                 continue
             if mode == "test":
                 results.append(evaluator.test(index, case))
+            elif mode == "diagnose":
+                from arena.diagnose import diagnose_case
+                result, reports[index] = diagnose_case(evaluator, index, case)
+                results.append(result)
             elif mode == "profile":
                 result, table = evaluator.profile(index, case)
                 results.append(result)

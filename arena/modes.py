@@ -42,6 +42,8 @@ class CaseResult:
     wall: timing.Stats | None = None                 # sync-to-sync wall-clock per call
     sol_us: float | None = None
     warnings: list = field(default_factory=list)     # integrity flags
+    diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
+    evidence: list = field(default_factory=list)     # the lines backing the diagnosis
 
     def as_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
@@ -143,6 +145,13 @@ class Evaluator:
         details = mismatches.replace(" ERROR AT", "\nERROR AT").replace(" ... and", "\n... and").splitlines()
         return False, f"wrong result: {details[0]}", details[1:]
 
+    def _diagnose(self, result: CaseResult, data, output, regenerate=None):
+        """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN)."""
+        from arena.diagnose import explain_failure
+        found = explain_failure(self.reference, data, output, regenerate)
+        if found is not None:
+            result.diagnosis, result.evidence = found.summary, found.evidence
+
     def generate(self, args: dict, seed_offset: int = 0):
         args = dict(args)
         if "seed" in args:
@@ -163,6 +172,8 @@ class Evaluator:
                 result.passed, result.error, result.details = self._check(data, output)
             if result.passed:
                 result.message, result.error = result.error, ""
+            elif not problem:
+                self._diagnose(result, data, output, lambda: self.generate(case.args))
             self._late_writes(result)
         except WorkerFailure as failure:
             result.error = str(failure)
@@ -187,6 +198,7 @@ class Evaluator:
                 return result
             if not good:
                 result.error, result.details = f"failed the correctness check before timing: {error}", details
+                self._diagnose(result, data, output, lambda: self.generate(case.args))
                 return result
             del data, output, sent
             batch = _batch_size(self.generate(case.args), self.device)
@@ -221,6 +233,7 @@ class Evaluator:
                     if not good:
                         result.error = f"a timed output is wrong: {error} ({label})"
                         result.details = details
+                        self._diagnose(result, data, output)
                         return result
                 if self._late_writes(result):
                     return result

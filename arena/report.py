@@ -100,12 +100,25 @@ def write_json(path: str, mode: str, task: str, submission: str, results: list[C
 
 # ---- the terminal ------------------------------------------------------------------------------------
 
+def render_diagnosis(console, r: CaseResult):
+    """The diagnosis of a wrong output (arena/diagnose.py) under its case: a sentence, then the evidence."""
+    if not r.diagnosis:
+        return
+    console.print("    [bold magenta]diagnosis:[/bold magenta] ", end="")
+    console.print(r.diagnosis, markup=False, highlight=False)
+    for line in r.evidence:
+        console.print(f"      {line}", markup=False, highlight=False, style="dim")
+
+
 def render(console, mode: str, results: list[CaseResult], info: dict, reports: dict | None = None):
     from rich.table import Table
 
     gpu = f"{info['gpu']} ({info['capability']}, {info['sms']} SMs, L2 {info['l2_mb']} MB), driver " \
           f"{info.get('driver') or '?'}, CUDA {info.get('cuda')}" if info.get("gpu") else "CPU only"
     console.print(f"[dim]{gpu}; torch {info['torch']}; Python {info['python']}[/dim]")
+    if mode == "diagnose":
+        from arena.diagnose import render_report
+        return render_report(console, results, reports)
     if mode == "test":
         table = Table(show_header=True, header_style="bold")
         for column in ("", "#", "case", "result"):
@@ -115,10 +128,11 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
             table.add_row(mark, str(r.index), r.spec, r.message or ("pass" if r.passed else f"[red]{r.error}[/red]"))
         console.print(table)
         for r in results:
-            if not r.passed and r.details:
+            if not r.passed and (r.details or r.diagnosis):
                 console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
                 for line in r.details[:8]:
                     console.print(f"    {line}", markup=False)
+                render_diagnosis(console, r)
     elif mode == "profile":
         for r in results:
             console.print(f"[bold]case {r.index}[/bold] ({r.spec})")
@@ -142,6 +156,10 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
         for r in results:
             for warning in r.warnings:
                 console.print(f"[yellow]⚠ case {r.index}: {warning}[/yellow]")
+        for r in results:
+            if not r.passed and r.diagnosis:
+                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
+                render_diagnosis(console, r)
         if not info.get("gpu"):
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
     render_integrity(console, mode, results, info)

@@ -1,0 +1,305 @@
+"""arena/diagnose.py: each classic bug in tests/broken/ gets its diagnosis, honest submissions stay quiet.
+
+Unit tests call the diagnostics directly on tensors (fast); a few end-to-end runs of eval.py as a real
+subprocess check that the diagnosis reaches the human and JSON reports and never the POPCORN lines.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BROKEN = os.path.join(ROOT, "tests", "broken")
+for path in (ROOT, BROKEN):
+    if path not in sys.path:
+        sys.path.append(path)
+
+import reference  # noqa: E402
+from arena import diagnose as D  # noqa: E402
+from arena.layouts import to_permuted  # noqa: E402
+from arena.modes import clone_data  # noqa: E402
+
+SQUARE = dict(m=256, n=256, k=512, l=1, seed=3)
+
+
+def load(path: str):
+    name = "sub_" + os.path.basename(path)[:-3]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def broken(name: str):
+    return load(os.path.join(BROKEN, name + ".py"))
+
+
+def run_case(module, args):
+    data = reference.generate_input(**args)
+    out = module.custom_kernel(clone_data(data))
+    good, _ = reference.check_implementation(data, out)
+    found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**args))
+    return good, found
+
+
+# ---- every classic bug is named -----------------------------------------------------------------------
+
+FIRES = [
+    ("nibble_swap_a", SQUARE, "nibble_swap", "ONE operand"),
+    ("scales_ignored", SQUARE, "scales_ignored", "scales ignored"),
+    ("scales_exchanged", SQUARE, "scales_exchanged", "SFA and SFB exchanged"),
+    ("layout_rows_plain", SQUARE, "rows_plain", "32-row and 4-row-group roles swapped"),
+    ("layout_inner_transposed", SQUARE, "inner_transposed", "4-row-group and K-position indices swapped"),
+    ("layout_kgroup_swapped", SQUARE, "kgroup_swapped", "position inside the group swapped"),
+    ("layout_ktile_stride", SQUARE, "ktile_stride", "wrong stride between K tiles"),
+    ("layout_tile_order", SQUARE, "tile_order", "K-tile-major"),
+    ("layout_permuted_contiguous", SQUARE, "permuted_contiguous", ".contiguous()"),
+    ("layout_plain_as_blocked", SQUARE, "plain_as_blocked", "plain [MN, K/16] scales read as if"),
+    ("layout_blocked_as_plain", SQUARE, "blocked_as_plain", "read as if they were plain"),
+    ("last_ktile_missing", SQUARE, "k_missing_384_512", "last K tile missing"),
+    ("only_last_ktile", dict(m=128, n=256, k=1024, l=1, seed=4), "only_last_256", "only the last K tile"),
+    ("transposed", SQUARE, "transposed", "transposed"),
+    ("wrong_batch", dict(m=128, n=256, k=256, l=2, seed=5), "batch_0", "batch 1 holding the result of batch 0"),
+    ("fp16_accumulate", SQUARE, "low_precision_fp16", "fp16 accumulator"),
+    ("tail_unwritten", dict(m=128, n=384, k=256, l=1, seed=6), "unwritten_tiles", "columns 256-383"),
+    ("zeros", SQUARE, "all_zero", "all zeros"),
+    ("untouched", SQUARE, "untouched", "pre-filled c"),
+]
+
+
+@pytest.mark.parametrize("name,args,key,phrase", FIRES, ids=[f[0] for f in FIRES])
+def test_each_broken_submission_gets_its_diagnosis(name, args, key, phrase):
+    good, found = run_case(broken(name), args)
+    assert not good
+    assert found is not None and found.hypothesis == key, (found.hypothesis, found.summary)
+    assert phrase in found.summary
+    assert found.evidence and "\n" not in found.summary
+
+
+def test_layout_bugs_on_one_operand_name_that_operand():
+    data = reference.generate_input(**SQUARE)
+    kernel = broken("honest_blocked")
+    a, b, sfa, sfb, pa, pb, c = clone_data(data)
+    # SFA read with the rows_plain bug, SFB right: rebuild sfa_permuted so that a correct read gives that.
+    wrong = D.misread_scales("rows_plain", sfa, pa, 0, torch.float32, 0.0).to(torch.float8_e4m3fn).unsqueeze(-1)
+    out = kernel.custom_kernel((a, b, sfa, sfb, to_permuted(wrong), pb, c))
+    found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**SQUARE))
+    assert found.hypothesis == "rows_plain_a", found.summary
+    assert "for SFA only" in found.summary
+
+
+# ---- honest submissions stay quiet --------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [os.path.join(BROKEN, "honest_blocked.py"), os.path.join(BROKEN, "nibble_swap_both.py"),
+                                  os.path.join(ROOT, "submissions", "torch_reference.py")])
+@pytest.mark.parametrize("args", [SQUARE, dict(m=384, n=128, k=768, l=2, seed=9)])
+def test_honest_submissions_pass_and_get_no_diagnosis(path, args):
+    good, found = run_case(load(path), args)
+    assert good and found is None
+
+
+def test_an_isolated_wrong_value_gets_anatomy_but_no_invented_bug():
+    data = reference.generate_input(**SQUARE)
+    out = reference.ref_kernel(clone_data(data)).clone()
+    out[1, 2, 0] += 64
+    found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**SQUARE))
+    assert found.hypothesis is None
+    assert found.summary.startswith("1 of 65536 elements are wrong (in rows 1; columns 2")
+    assert "no classic bug explains it" in found.summary
+
+
+def test_garbage_output_is_not_blamed_on_a_classic_bug():
+    data = reference.generate_input(**SQUARE)
+    out = (torch.randn(256, 256, 1) * 1000).half()
+    found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**SQUARE))
+    assert found.hypothesis is None and "no classic bug" in found.summary
+
+
+def test_a_correct_output_has_no_diagnosis():
+    data = reference.generate_input(**SQUARE)
+    expected = reference.ref_kernel(clone_data(data))
+    assert D.diagnose(data, expected.clone(), expected) is None
+
+
+# ---- anatomy -----------------------------------------------------------------------------------------
+
+def test_index_patterns_name_stripes_groups_and_tails():
+    every_32nd = torch.zeros(512, dtype=torch.bool)
+    every_32nd[5::32] = True
+    assert D.index_pattern(every_32nd, "row") == "only every 32th row (row % 32 == 5)"
+    group = torch.zeros(384, dtype=torch.bool)
+    for t in range(3):
+        group[128 * t + 64: 128 * t + 96] = True
+    assert D.index_pattern(group, "row").startswith("only rows 64-95 of every 128-row tile")
+    tail = torch.zeros(384, dtype=torch.bool)
+    tail[256:] = True
+    assert D.index_pattern(tail, "column") == "only the last column tile (columns 256-383)"
+    ragged = torch.zeros(300, dtype=torch.bool)
+    ragged[256:] = True
+    assert "irregular tail" in D.index_pattern(ragged, "row")
+    one = torch.zeros(512, dtype=torch.bool)
+    one[128:256] = True
+    assert D.index_pattern(one, "column") == "only column tile 1 (columns 128-255)"
+
+
+def test_anatomy_counts_nonfinite_values_and_maps_tiles():
+    expected = torch.ones(256, 384, 1, dtype=torch.float16)
+    out = expected.clone()
+    out[0:128, 256:384] = 5             # one tile wrong
+    out[200, 10] = float("nan")
+    out[201, 11] = float("-inf")
+    an = D.anatomy(out, expected)
+    assert (an.mismatches, an.nan, an.neginf, an.posinf) == (128 * 128 + 2, 1, 1, 0)
+    grid = [line.strip() for line in an.map_lines[1:]]
+    assert grid == ["..#", "!.."]
+
+
+def test_anatomy_sees_partially_untouched_output():
+    prefilled = torch.randn(256, 256, 1).half()
+    expected = torch.randn(256, 256, 1).half()
+    out = expected.clone()
+    out[128:, 128:] = prefilled[128:, 128:]
+    found = D.diagnose(("not", "a", "gemm"), out, expected, prefilled)
+    assert found.hypothesis == "unwritten_tiles"
+    assert any(line.strip() == ".u" for line in found.evidence)
+
+
+def test_other_tasks_get_anatomy_only():
+    expected = torch.randn(128, 1, 2).half()
+    out = expected.clone()
+    out[::32] += 1
+    found = D.diagnose(("gemv-like", "data"), out, expected)
+    assert found.hypothesis is None
+    assert not any("hypotheses" in line for line in found.evidence)
+    assert "row % 32 == 0" in found.summary
+
+
+def test_a_failing_diagnosis_is_one_line_and_never_raises():
+    class BadReference:
+        @staticmethod
+        def ref_kernel(data):
+            raise ValueError("reference exploded\nsecond line")
+
+    data = reference.generate_input(**SQUARE)
+    found = D.explain_failure(BadReference, data, torch.zeros(256, 256, 1).half())
+    assert found.summary == "(no diagnosis: the diagnostics failed: ValueError: reference exploded)"
+
+
+# ---- the layout models agree with a kernel-shaped reader ---------------------------------------------
+
+@pytest.mark.parametrize("kind", list(D.LAYOUT_BUGS))
+def test_misread_scales_equal_what_a_kernel_reading_memory_gets(kind):
+    kernel = broken("_kernel")
+    data = reference.generate_input(m=384, n=256, k=768, l=2, seed=11)
+    for plain, perm in ((data[2], data[4]), (data[3], data[5])):
+        for batch in range(2):
+            model = D.misread_scales(kind, plain, perm, batch, torch.float64, 0.0)
+            read = kernel.scales(plain, perm, batch, torch.float64, kind)
+            assert torch.equal(model, read), (kind, batch)
+
+
+# ---- probes (called directly, no worker) -------------------------------------------------------------
+
+def probes(name):
+    module = broken(name) if not name.endswith(".py") else load(name)
+    return {p.name.split(" (")[0]: p for p in
+            D.run_probes(lambda data: module.custom_kernel(clone_data(data)), reference, dict(D.DEFAULT_PROBE_CASE), "cpu")}
+
+
+def test_probes_pass_for_an_honest_kernel():
+    results = probes("honest_blocked")
+    assert set(results) == {"all ones", "nibble order", "SFA map", "SFB map", "random case"}
+    assert all(p.ok for p in results.values())
+
+
+def test_scale_map_probe_shows_the_applied_mapping_and_names_the_layout_bug():
+    results = probes("layout_rows_plain")
+    assert results["all ones"].ok and results["nibble order"].ok
+    for operand in ("SFA map", "SFB map"):
+        p = results[operand]
+        assert not p.ok and "32-row and 4-row-group roles swapped" in p.headline
+        assert any("(1, 0)" in line and "(32, 0)" in line and "WRONG" in line for line in p.lines)
+
+
+def test_nibble_probe_and_ignored_scales_probe():
+    assert "exactly one operand takes the HIGH nibble" in probes("nibble_swap_a")["nibble order"].headline
+    ignored = probes("scales_ignored")
+    assert "SFA is not applied" in ignored["SFA map"].headline
+    assert "SFB is not applied" in ignored["SFB map"].headline
+
+
+# ---- end to end: eval.py as a real subprocess ---------------------------------------------------------
+
+def eval_py(*args, popcorn=False):
+    env = {k: v for k, v in os.environ.items() if k not in ("POPCORN_FD", "POPCORN_SEED")}
+    pass_fds, read_end = (), None
+    if popcorn:
+        read_end, write_end = os.pipe()
+        env["POPCORN_FD"] = str(write_end)
+        pass_fds = (write_end,)
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), *args], cwd=ROOT, env=env,
+                            pass_fds=pass_fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    raw = ""
+    if popcorn:
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            raw = pipe.read()
+    stdout, stderr = proc.communicate(timeout=300)
+    return proc.returncode, stdout, stderr, raw
+
+
+@pytest.fixture(scope="module")
+def square_spec():
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("m: 256; n: 256; k: 512; l: 1; seed: 3\n")
+    return f.name
+
+
+def test_eval_test_report_and_json_carry_the_diagnosis(square_spec, tmp_path):
+    out = tmp_path / "r.json"
+    code, stdout, stderr, _ = eval_py("test", square_spec, "--submission", os.path.join(BROKEN, "nibble_swap_a.py"),
+                                      "--json", str(out))
+    assert code == 112, stderr
+    assert "diagnosis:" in stdout and "ONE operand" in stdout
+    case = json.loads(out.read_text())["cases"][0]
+    assert "ONE operand" in case["diagnosis"] and case["evidence"]
+
+
+def test_popcorn_lines_stay_official(square_spec):
+    code, _, stderr, raw = eval_py("test", square_spec, "--submission", os.path.join(BROKEN, "nibble_swap_a.py"),
+                                   popcorn=True)
+    assert code == 112, stderr
+    keys = [line.split(":")[0] for line in raw.splitlines()]
+    assert keys == ["test-count", "test.0.spec", "test.0.status", "test.0.error", "check"]
+    assert "Number of mismatched elements" in raw and "diagnos" not in raw.lower() and "nibble" not in raw
+
+
+def test_benchmark_correctness_failure_is_diagnosed(square_spec):
+    code, stdout, stderr, _ = eval_py("benchmark", square_spec, "--submission",
+                                      os.path.join(BROKEN, "layout_tile_order.py"))
+    assert code == 112, stderr
+    assert "failed the correctness check before timing" in stdout
+    assert "diagnosis:" in stdout and "K-tile-major" in stdout
+
+
+def test_diagnose_mode_prints_the_scale_mapping():
+    code, stdout, stderr, _ = eval_py("diagnose", "--submission", os.path.join(BROKEN, "layout_kgroup_swapped.py"))
+    assert code == 112, stderr
+    assert "SFA map" in stdout and "SFB map" in stdout
+    assert "the mapping is exactly that of the K tile (group of 4 scales)" in stdout
+    assert "layout bugs with exactly this mapping: kgroup_swapped" in stdout
+    assert "kernel applied scale of" in stdout
+
+
+def test_diagnose_mode_passes_an_honest_submission_and_refuses_popcorn():
+    code, stdout, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"))
+    assert code == 0, stderr + stdout
+    assert "5 of 5 probes passed" in stdout
+    code, _, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"),
+                                 popcorn=True)
+    assert code == 2 and "no POPCORN_FD protocol" in stderr
