@@ -204,7 +204,8 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 CUDA_SM90 = CUDA_COMMON + r"""
 // arena: arch sm_90a
 #ifndef NVFP4_PROFILE_MODE
-#define NVFP4_PROFILE_MODE 0   // 1/2/3: skip the A/B/both fp4 decodes (wrong results; bench bottleneck probes)
+#define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
+                               // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores
 #endif
 namespace nvfp4 {
 namespace sm90 {
@@ -389,6 +390,14 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const int s = j % RAW_STAGES;
       const int as = j % ACT_STAGES;
       mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
+#if NVFP4_PROFILE_MODE & 8
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&raw_empty[s]);
+      mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&act_full[as]);
+      continue;
+#endif
       const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
       uint4 v[4];
 #pragma unroll
@@ -493,9 +502,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
         const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
         wgmma_fence();
+#if !(NVFP4_PROFILE_MODE & 4)
 #pragma unroll
         for (int ks = 0; ks < 8; ++ks)
           wgmma_m64n128k16_rs(acc, frag[ks], sw128_desc(act + (ks >> 2) * ACT_ATOM_BYTES + (ks & 3) * 32));
+#endif
         wgmma_commit();
         wgmma_wait<0>();
         keep_acc(acc);

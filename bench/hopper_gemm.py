@@ -184,7 +184,8 @@ def main():
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--quick", action="store_true", help="three checks, one timed shape")
     ap.add_argument("--no-checks", action="store_true")
-    ap.add_argument("--probes", action="store_true", help="also time builds with decodes skipped (bottleneck probes)")
+    ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
+                    "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform")
     args = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)
@@ -213,7 +214,10 @@ def main():
 
     probe_rows = []
     if args.probes:
-        for mode, what in ((1, "no A decode"), (2, "no B decode"), (3, "no decode")):
+        modes = [int(x) for x in args.probes.split(",")]
+        names = {1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
+                 12: "no wgmma+tr", 11: "no dec+tr"}
+        for mode, what in ((m_, names.get(m_, f"mode {m_}")) for m_ in modes):
             try:
                 t0 = time.time()
                 mod = build_probe(mode)
