@@ -378,21 +378,22 @@ class OutputAudit:
         errors = [""] * len(outputs)
         spans = [[(p, _span(t)) for p, t in tensors_in(o, "output")] for o in outputs]
         for i, (label, data, out) in enumerate(zip(labels, sent, outputs)):
-            out_tensors = list(tensors_in(out, "output"))
-            buffers = {id(t) for _, t in tensors_in(data) if any(_is_buffer_for(t, o) for _, o in out_tensors)}
+            out_dtypes = {o.dtype for _, o in tensors_in(out, "output")}
+            buffers = {id(t) for _, t in tensors_in(data) if t.dtype in out_dtypes}   # c: the output buffer
             for path, t in tensors_in(data):
                 if id(t) in buffers:
                     continue
                 if any(_overlap(_span(t), s) for _, s in spans[i]):
-                    errors[i] = errors[i] or f"{label}: the output is a view of the input {path}, not a result"
+                    errors[i] = errors[i] or f"the output of {label} is a view of the input {path}, not a result"
             for j in range(len(outputs)):
                 if j == i or errors[i]:
                     continue
                 if any(_overlap(a, b) for _, a in spans[i] for _, b in spans[j]):
-                    errors[i] = f"{label} and {labels[j]} returned the same memory: each call must return its " \
-                                f"own result (results replayed or batched across calls?)"
+                    errors[i] = f"the outputs of {label} and {labels[j]} are the same memory: each call must " \
+                                f"return its own result (results replayed or batched across calls?)"
                 elif any(_overlap(_span(t), s) for _, t in tensors_in(sent[j]) for _, s in spans[i]):
-                    errors[i] = f"{label} returned an input buffer of {labels[j]} (results replayed across calls?)"
+                    errors[i] = f"the output of {label} is an input buffer of {labels[j]} (results replayed " \
+                                f"across calls?)"
         for label, out, snap in zip(labels, outputs, snaps):
             for (_, live), (_, copy) in zip(tensors_in(out, "output"), tensors_in(snap, "output")):
                 self.watched.append((label, on_fail, live, copy))
@@ -473,8 +474,9 @@ def timing_flags(samples_ns: list[float], sol_us: float | None, wall_ns: list[fl
         flags.append(f"event time {median / 1e3:.1f} us vs synchronized wall-clock "
                      f"{statistics.median(wall_ns) / 1e3:.1f} us per call: work may escape the timed stream")
     if empty_ns and len(samples_ns) >= 4:
-        empty = sum(s <= 1.5 * empty_ns + 500 for s in samples_ns)
-        if empty * 4 >= len(samples_ns) and max(samples_ns) > 4 * median:
+        empty = sum(s <= 2 * empty_ns + 1000 for s in samples_ns)
+        slowest = max(samples_ns)
+        if empty * 4 >= len(samples_ns) and slowest > 4 * median and slowest >= 0.5 * sum(samples_ns):
             flags.append(f"{empty} of {len(samples_ns)} timed calls took no longer than an empty timed window "
                          f"({empty_ns / 1e3:.2f} us) while the slowest took {max(samples_ns) / 1e3:.1f} us: one "
                          f"call doing the work of many (super-batch) or replayed results")
