@@ -33,6 +33,13 @@ slow = pytest.mark.skipif(not os.environ.get("ARENA_SLOW"), reason="full officia
 _loaded = {}
 
 
+@pytest.fixture(autouse=True)
+def generate_on_the_cpu(monkeypatch):
+    """Unit tests check the CPU contract and exact fp64 results, also on a machine with a GPU (where the
+    generators would otherwise use CUDA); the eval.py subprocesses below use whatever the machine has."""
+    monkeypatch.setattr(generators, "default_device", lambda: "cpu")
+
+
 def load_reference(name: str):
     """A task's reference.py as its own module (its `from task import ...` gets that task's task.py)."""
     if name not in _loaded:
@@ -184,7 +191,7 @@ def test_gemv_follows_the_official_contract():
     assert k_major(sfa, m, k // 16, l) and k_major(sfb, 128, k // 16, l) and sfb.dtype == torch.float8_e4m3fn
     assert sfa_p.shape == (32, 4, 3, 4, k // 64, l) and sfb_p.shape == (32, 4, 1, 4, k // 64, l)
     assert (c.shape, c.stride(), c.dtype) == ((m, 1, l), (1, 1, m), torch.float16)
-    assert all(t.device.type == "cpu" for t in (a, b, sfa, sfb, sfa_p, sfb_p, c))       # no GPU here
+    assert all(t.device.type == "cpu" for t in (a, b, sfa, sfb, sfa_p, sfb_p, c))       # see the fixture
     # Bytes 0..3: the low nibble holds codes 0-3, the high nibble is always 0. Scales {0, 1, 2}.
     assert nibbles(a) == ({0, 1, 2, 3}, {0}) and nibbles(b) == ({0, 1, 2, 3}, {0})
     assert values(sfa) == {0.0, 1.0, 2.0} and values(sfb) == {0.0, 1.0, 2.0}
