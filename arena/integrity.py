@@ -478,6 +478,10 @@ def timing_flags(samples_ns: list[float], sol_us: float | None, wall_ns: list[fl
         slowest = max(samples_ns)
         if empty * 4 >= len(samples_ns) and slowest > 4 * median and slowest >= 0.5 * sum(samples_ns):
             flags.append(f"{empty} of {len(samples_ns)} timed calls took no longer than an empty timed window "
-                         f"({empty_ns / 1e3:.2f} us) while the slowest took {max(samples_ns) / 1e3:.1f} us: one "
+                         f"({empty_ns / 1e3:.2f} us) while the slowest took {slowest / 1e3:.1f} us: one "
                          f"call doing the work of many (super-batch) or replayed results")
+        elif median <= 1.2 * empty_ns + 500:
+            flags.append(f"the median call took {median / 1e3:.2f} us, no longer than an empty timed window "
+                         f"({empty_ns / 1e3:.2f} us): no GPU work inside the timed window (side stream, thread "
+                         f"or cached result?)")
     return flags

@@ -192,3 +192,8 @@ def test_sweep_kills_adopted_orphans(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     adopted, killed, left = out.stdout.split()
     assert int(adopted) >= 1 and int(killed) >= 1 and left == "0", out.stderr
+
+
+def test_no_work_inside_the_timed_window_is_flagged():
+    flags = integrity.timing_flags([3_100.0] * 20, sol_us=None, empty_ns=3_000.0)
+    assert len(flags) == 1 and "no GPU work inside the timed window" in flags[0]

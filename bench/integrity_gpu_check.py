@@ -1,0 +1,178 @@
+"""Run the GPU side of the exploit suite on a real GPU and print a table: exploit, caught?, how.
+
+    python bench/integrity_gpu_check.py [--json OUT.json] [--flagship]
+
+Self-contained (no pytest), about 1-2 minutes on an H100: each check is one `eval.py` subprocess on a
+small or official shape with few timed runs. Timing-sensitive checks (honest controls, side stream,
+super-batch) run one at a time; the others run in parallel. Exit status 0 when every exploit was caught
+and every honest control passed clean. tests/test_integrity_gpu.py asserts the same checks under pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = "m: 128; n: 256; k: 256; l: 1; seed: 1111"
+BENCH_SMALL = "m: 128; n: 7168; k: 2048; l: 1; seed: 1111"          # official benchmark, SOL 1.333 us
+BENCH_LARGE = "m: 128; n: 7168; k: 16384; l: 1; seed: 1111"         # official benchmark, SOL 8.994 us
+FAST = ["--max-runs", "40", "--max-time", "3"]
+
+
+@dataclass
+class Check:
+    name: str                     # what is tried
+    submission: str               # path relative to the repo root
+    mode: str
+    spec: str
+    error: str | None = None      # expected in the case's error (the case must fail), or
+    warning: str | None = None    # expected in the case's warnings (the case passes, flagged)
+    clean: bool = False           # an honest control: passes, no warning at all
+    serial: bool = False          # timing-sensitive: run alone
+    env: dict = field(default_factory=dict)
+    popcorn: bool = False         # through a real POPCORN_FD pipe (checks the raw lines too)
+
+
+def exploit(name: str) -> str:
+    return f"tests/exploits/{name}.py"
+
+
+CHECKS = [
+    Check("honest control: pure PyTorch reference", "submissions/torch_reference.py", "leaderboard", BENCH_SMALL,
+          clean=True, serial=True),
+    Check("honest control: fresh output tensor", exploit("honest_fresh_output"), "leaderboard", SMALL,
+          clean=True, serial=True),
+    Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
+          warning="below the B200 speed of light", serial=True),
+    Check("super-batch (one call computes the batch)", exploit("super_batch"), "leaderboard", BENCH_SMALL,
+          warning="super-batch", serial=True),
+    Check("late write from a thread on a side stream", exploit("gpu_late_write_stream"), "leaderboard", SMALL,
+          error="changed after custom_kernel returned"),
+    Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="output is on cpu, expected cuda"),
+    Check("untouched c", exploit("out_untouched_c"), "test", SMALL, error="returned the input c unchanged"),
+    Check("fp32 output", exploit("out_fp32"), "test", SMALL, error="output dtype is torch.float32"),
+    Check("replay: same cached tensor per shape", exploit("replay_shape"), "leaderboard", SMALL,
+          error="are the same memory"),
+    Check("replay keyed on _version", exploit("replay_version"), "leaderboard", SMALL,
+          error="a timed output is wrong"),
+    Check("input zeroing", exploit("input_zeroing"), "test", SMALL, error="wrong result"),
+    Check("patching Event.elapsed_time", exploit("patch_harness_in_call"), "test", SMALL,
+          error="replaced harness functions inside custom_kernel"),
+    Check("forging the result pipe via /proc", exploit("fd_forge"), "test", SMALL,
+          error="returned the input c unchanged", popcorn=True),
+    Check("reading the secret seed", exploit("seed_leak"), "test", SMALL, clean=True,
+          env={"POPCORN_SEED": "987654321"}, popcorn=True),
+]
+
+
+def run_check(check: Check, workdir: str) -> dict:
+    """Run one check; returns a row: name, caught (bool), how (one line), seconds, isolation."""
+    tag = "".join(ch if ch.isalnum() else "_" for ch in check.name)[:40]
+    spec = os.path.join(workdir, f"{tag}.txt")
+    with open(spec, "w") as f:
+        f.write(check.spec + "\n")
+    json_path = os.path.join(workdir, f"{tag}.json")
+    exploit_dir = os.path.join(workdir, tag)
+    os.makedirs(exploit_dir, exist_ok=True)
+    env = {**os.environ, "EXPLOIT_DIR": exploit_dir, **check.env}
+    env.pop("POPCORN_FD", None)
+    command = [sys.executable, os.path.join(ROOT, "eval.py"), check.mode, spec, "--submission",
+               os.path.join(ROOT, check.submission), "--json", json_path, "--timeout", "120"]
+    if check.mode != "test":
+        command += FAST
+    started = time.time()
+    raw, pass_fds = "", ()
+    if check.popcorn:
+        read_end, write_end = os.pipe()
+        env["POPCORN_FD"], pass_fds = str(write_end), (write_end,)
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=pass_fds, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    if check.popcorn:
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            raw = pipe.read()
+    stdout, stderr = proc.communicate(timeout=300)
+    seconds = time.time() - started
+    try:
+        doc = json.load(open(json_path))
+    except (OSError, ValueError):
+        return {"name": check.name, "caught": False, "seconds": seconds, "isolation": "?",
+                "how": f"no JSON (exit {proc.returncode}): {stderr.strip().splitlines()[-1:]}"}
+    case = doc["cases"][0] if doc["cases"] else {}
+    warnings, error = case.get("warnings", []), case.get("error", "")
+    isolation = (doc.get("integrity") or {}).get("worker", "?")
+    row = {"name": check.name, "seconds": round(seconds, 1), "isolation": isolation, "exit": proc.returncode,
+           "error": error, "warnings": warnings, "stats": case.get("stats")}
+    if check.clean:
+        leaks = [line for line in _log(exploit_dir, "seed_probe") if "987654321" in line]
+        row["caught"] = proc.returncode == 0 and not warnings and not leaks and "FORGED" not in raw
+        row["how"] = "passed, no flags" if row["caught"] else f"exit {proc.returncode}; {error or warnings or leaks}"
+        if check.name.startswith("reading"):
+            denied = [line for line in _log(exploit_dir, "seed_probe") if "environ: denied" in line]
+            row["how"] = f"seed not found; parent environ {'denied' if denied else 'readable (seed absent)'}"
+    elif check.error:
+        row["caught"] = proc.returncode == 112 and check.error in error and "FORGED" not in raw
+        row["how"] = error or f"exit {proc.returncode}, no error"
+    else:
+        hits = [w for w in warnings if check.warning in w]
+        row["caught"] = bool(hits)
+        row["how"] = f"flag: {hits[0]}" if hits else f"NOT flagged (exit {proc.returncode}; {error or warnings})"
+        if warnings and len(warnings) > 1:
+            row["how"] += f" (+{len(warnings) - 1} more flags)"
+    if case.get("stats"):
+        row["how"] += f" [median {case['stats']['median'] / 1e3:.2f} us]"
+    return row
+
+
+def _log(folder: str, name: str) -> list[str]:
+    path = os.path.join(folder, name)
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def run_all(checks=CHECKS, parallel: int = 4) -> list[dict]:
+    with tempfile.TemporaryDirectory() as workdir:
+        rows = {}
+        for check in [c for c in checks if c.serial]:
+            rows[check.name] = run_check(check, workdir)
+        with ThreadPoolExecutor(parallel) as pool:
+            others = [c for c in checks if not c.serial]
+            for check, row in zip(others, pool.map(lambda c: run_check(c, workdir), others)):
+                rows[check.name] = row
+        return [rows[c.name] for c in checks]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--flagship", action="store_true",
+                        help="also benchmark submission.py on the official benchmark shapes (honest control; "
+                             "includes its JIT build)")
+    args = parser.parse_args()
+    checks = list(CHECKS)
+    if args.flagship:
+        checks.insert(0, Check("honest control: flagship submission.py", "submission.py", "leaderboard",
+                               BENCH_SMALL, clean=True, serial=True))
+    started = time.time()
+    rows = run_all(checks)
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'exploit':<{width}}  caught?  how")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {'yes' if r['caught'] else 'NO ':<7}  {r['how']}  ({r['seconds']} s)")
+    isolation = sorted({r["isolation"] for r in rows})
+    print(f"worker isolation: {'; '.join(isolation)}")
+    print(f"{sum(r['caught'] for r in rows)} of {len(rows)} as expected in {time.time() - started:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2, default=str)
+    sys.exit(0 if all(r["caught"] for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()
