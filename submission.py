@@ -210,28 +210,34 @@ CUDA_SM90 = CUDA_COMMON + r"""
 namespace nvfp4 {
 namespace sm90 {
 
-// CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x one m64 block) x 128 A rows, 128 k per stage.
+// CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x MB m64 blocks each) x 128 A rows, 128 k per stage.
+#ifndef NVFP4_SM90_MB
+#define NVFP4_SM90_MB 2
+#endif
+constexpr int MB = NVFP4_SM90_MB;             // m64 blocks (64 B rows each) per consumer warpgroup: 1 or 2
 constexpr int NUM_CWG = 2;                    // consumer warpgroups
-constexpr int B_ROWS = 64 * NUM_CWG;          // 128
+constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 (MB = 2) or 128
 constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
-constexpr int ACT_STAGES = 3;                 // decoded A buffers
+constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
 constexpr int PRODUCER_WARP = 4 * (1 + NUM_CWG);
-constexpr int THREADS = 32 * (PRODUCER_WARP + 1);  // WG0 transform, WG1..NUM_CWG consumers, one producer warp
+constexpr int THREADS = 32 * (PRODUCER_WARP + 4);  // WG0 transform, WG1-2 consumers, WG3 producer (one warp works)
+constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 72, CONSUMER_REGS = 208;   // setmaxnreg (MB == 2)
 constexpr int RAW_B = 0;                                          // offsets inside one raw stage
-constexpr int RAW_A = B_ROWS * BK_BYTES;                          // 12288
-constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;              // 2 x 1024 (B rows span two 128-row blocks)
+constexpr int RAW_A = B_ROWS * BK_BYTES;
+constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;              // 2 x 1024: B scale tiles of two 128-row blocks
 constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
-constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;          // 23552
+constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;          // 27648 (MB = 2)
 constexpr int ACT_ATOM_BYTES = TILE_ROWS * 128;                   // 64 k x 128 rows, fp16, 128B swizzle
 constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;               // 32768
 constexpr int EPI_LD = 72;                                        // halves per row of the epilogue buffer
-constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;                 // per consumer warpgroup
+constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;                 // per consumer warpgroup (one m64 block at a time)
 constexpr int OFF_RAW = 0;
 constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
 constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
 constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;                  // + barriers + alignment slack
-constexpr int WS_FLOAT4_PER_UNIT = 16 * 128;                      // one consumer warpgroup's 64 x 128 fp32 partial
+constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;                 // one consumer warpgroup's (64*MB) x 128 fp32 partial
+static_assert(MB == 1 || MB == 2, "MB");
 static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
 static_assert(SMEM_BYTES <= 232448, "shared memory");
 
@@ -369,8 +375,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
   const int warp = tid >> 5, lane = tid & 31;
   const Schedule& sch = p.sch;
   const int cta = blockIdx.x;
-  const long long it_begin = sch.begin(cta), it_end = sch.begin(cta + 1);
-  const int nk = sch.nk;
+  // (iteration range computed inside each role, after its setmaxnreg: nothing lives across it)
+#define NVFP4_ITER_RANGE                                                     \
+  const long long it_begin = sch.begin(cta), it_end = sch.begin(cta + 1); \
+  const int nk = sch.nk;                                                   \
+  (void)nk;
 
   if (tid == 0) {
     for (int s = 0; s < RAW_STAGES; ++s) {
@@ -384,6 +393,8 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 
   if (warp < 4) {
     // ------------------------------------------------------------------ transform: A tile -> fp16 smem
+    if (MB == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
+    NVFP4_ITER_RANGE
     const int r = tid;  // row of the A tile
     for (long long it = it_begin; it < it_end; ++it) {
       const int j = (int)(it - it_begin);
@@ -440,34 +451,26 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     }
   } else if (warp < PRODUCER_WARP) {
     // ------------------------------------------------------------------ consumers: decode B + wgmma
-    const int cw = (warp >> 2) - 1;            // consumer warpgroup: B rows 64*cw .. +63 of the tile
+    if (MB == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
+    NVFP4_ITER_RANGE
+    const int cw = (warp >> 2) - 1;            // consumer warpgroup: B rows 64*MB*cw .. of the tile
     const int ct = tid - 128 * (cw + 1);       // thread in warpgroup
     const int wq = ct >> 5;                    // warp in warpgroup
     const int g = lane >> 2, t = lane & 3;
-    const int r0 = 64 * cw + 16 * wq + g, r1 = r0 + 8;   // rows of this thread inside the B tile
+    const int rw = 64 * MB * cw + 16 * wq + g; // row of block 0, half 0; block b half h: rw + 64*b + 8*h
     const uint32_t epi = sbase + OFF_EPI + cw * EPI_BYTES;
-    float acc[64];
+    float acc[MB][64];
 
     long long it = it_begin;
     while (it < it_end) {
       const long long tile = it / nk;
       const long long seg_begin = it;
       const long long seg_end = (tile + 1) * nk < it_end ? (tile + 1) * nk : it_end;
-      // scale bytes of rows r0, r1 (blocks 2t, 2t+1 of the stage) inside the stage's B scale tiles
-      uint32_t sfo0, sfo1;
-      if (B_ROWS % 128 == 0) {
-        sfo0 = RAW_SB + (r0 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r0 & 127, 2 * (t & 1));
-        sfo1 = RAW_SB + (r1 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r1 & 127, 2 * (t & 1));
-      } else {  // B rows nt*B_ROWS.. straddle 128-row blocks first_rb, first_rb + 1
-        int l_, nt_, mt_;
-        sch.decode(tile, l_, nt_, mt_);
-        const int first_rb = (nt_ * B_ROWS) >> 7;
-        const int g0 = nt_ * B_ROWS + r0, g1 = nt_ * B_ROWS + r1;
-        sfo0 = RAW_SB + ((g0 >> 7) - first_rb) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(g0 & 127, 2 * (t & 1));
-        sfo1 = RAW_SB + ((g1 >> 7) - first_rb) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(g1 & 127, 2 * (t & 1));
-      }
+      // B rows of this tile start at nt*B_ROWS; with B_ROWS % 128 == 0 its scale tiles are blocks 0, 1 of the stage
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+      for (int b = 0; b < MB; ++b)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
 
       for (; it < seg_end; ++it) {
         const int j = (int)(it - it_begin);
@@ -475,43 +478,51 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int as = j % ACT_STAGES;
         mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
         const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
-        const uint4 x0 = lds128(st + RAW_B + r0 * 64 + t * 16);
-        const uint4 x1 = lds128(st + RAW_B + r1 * 64 + t * 16);
-        const uint32_t sb0 = lds16(st + sfo0);
-        const uint32_t sb1 = lds16(st + sfo1);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&raw_empty[s]);
-        const uint32_t s00 = scale_x2(sb0 & 0xFF), s01 = scale_x2(sb0 >> 8);
-        const uint32_t s10 = scale_x2(sb1 & 0xFF), s11 = scale_x2(sb1 >> 8);
-
-        uint32_t frag[8][4];
-#pragma unroll
-        for (int ks = 0; ks < 8; ++ks) {
-          const int q = ks >> 1;
-          const uint32_t w0 = word(x0, q), w1 = word(x1, q);
-          const uint32_t a0 = (ks >> 2) ? s01 : s00;
-          const uint32_t a1 = (ks >> 2) ? s11 : s10;
-#if NVFP4_PROFILE_MODE & 2
-          frag[ks][0] = w0 ^ a0; frag[ks][1] = w1 ^ a1; frag[ks][2] = w0 ^ ks; frag[ks][3] = w1 ^ ks;
-#else
-          if ((ks & 1) == 0) decode_step<0>(frag[ks], w0, w1, a0, a1);
-          else decode_step<2>(frag[ks], w0, w1, a0, a1);
-#endif
-        }
-
-        mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
         const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
-        wgmma_fence();
-#if !(NVFP4_PROFILE_MODE & 4)
 #pragma unroll
-        for (int ks = 0; ks < 8; ++ks)
-          wgmma_m64n128k16_rs(acc, frag[ks], sw128_desc(act + (ks >> 2) * ACT_ATOM_BYTES + (ks & 3) * 32));
+        for (int b = 0; b < MB; ++b) {
+          const int r0 = rw + 64 * b, r1 = r0 + 8;
+          const uint4 x0 = lds128(st + RAW_B + r0 * 64 + t * 16);
+          const uint4 x1 = lds128(st + RAW_B + r1 * 64 + t * 16);
+          const uint32_t sb0 = lds16(st + RAW_SB + (r0 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
+                                     sf_inblock_offset(r0 & 127, 2 * (t & 1)));
+          const uint32_t sb1 = lds16(st + RAW_SB + (r1 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
+                                     sf_inblock_offset(r1 & 127, 2 * (t & 1)));
+          if (b == MB - 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&raw_empty[s]);
+          }
+          const uint32_t s00 = scale_x2(sb0 & 0xFF), s01 = scale_x2(sb0 >> 8);
+          const uint32_t s10 = scale_x2(sb1 & 0xFF), s11 = scale_x2(sb1 >> 8);
+
+          uint32_t frag[8][4];
+#pragma unroll
+          for (int ks = 0; ks < 8; ++ks) {
+            const int q = ks >> 1;
+            const uint32_t w0 = word(x0, q), w1 = word(x1, q);
+            const uint32_t a0 = (ks >> 2) ? s01 : s00;
+            const uint32_t a1 = (ks >> 2) ? s11 : s10;
+#if NVFP4_PROFILE_MODE & 2
+            frag[ks][0] = w0 ^ a0; frag[ks][1] = w1 ^ a1; frag[ks][2] = w0 ^ ks; frag[ks][3] = w1 ^ ks;
+#else
+            if ((ks & 1) == 0) decode_step<0>(frag[ks], w0, w1, a0, a1);
+            else decode_step<2>(frag[ks], w0, w1, a0, a1);
 #endif
-        wgmma_commit();
-        wgmma_wait<0>();
-        keep_acc(acc);
+          }
+          if (b == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
+          wgmma_fence();
+#if !(NVFP4_PROFILE_MODE & 4)
+          const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
 #pragma unroll
-        for (int ks = 0; ks < 8; ++ks) keep(frag[ks]);
+          for (int ks = 0; ks < 8; ++ks)
+            wgmma_m64n128k16_rs(acc[b], frag[ks], dbase + (uint64_t)((((ks >> 2) * ACT_ATOM_BYTES) + (ks & 3) * 32) >> 4));
+#endif
+          wgmma_commit();
+          wgmma_wait<0>();
+          keep_acc(acc[b]);
+#pragma unroll
+          for (int ks = 0; ks < 8; ++ks) keep(frag[ks]);
+        }
         __syncwarp();
         if (lane == 0) mbar_arrive(&act_empty[as]);
       }
@@ -525,8 +536,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int unit = (int)(tile * NUM_CWG + cw);
         float4* mine = p.ws + ((size_t)sch.slot(cta, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-          mine[jj * 128 + ct] = make_float4(acc[4 * jj], acc[4 * jj + 1], acc[4 * jj + 2], acc[4 * jj + 3]);
+        for (int b = 0; b < MB; ++b)
+#pragma unroll
+          for (int jj = 0; jj < 16; ++jj)
+            mine[(16 * b + jj) * 128 + ct] =
+                make_float4(acc[b][4 * jj], acc[b][4 * jj + 1], acc[b][4 * jj + 2], acc[b][4 * jj + 3]);
         __threadfence();
         named_bar_sync(1 + cw, 128);
         if (ct == 0) fix_flag[cw] = fixup_arrive(&p.counters[unit]);
@@ -538,56 +552,65 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           __threadfence();
           const int c0 = sch.first_cta(tile);
 #pragma unroll
-          for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+          for (int b = 0; b < MB; ++b)
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
           for (int part = 0; part < parts; ++part) {   // fixed order: deterministic sums
             const float4* src = p.ws + ((size_t)sch.slot(c0 + part, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj) {
-              const float4 u = __ldcg(src + jj * 128 + ct);
-              acc[4 * jj] += u.x; acc[4 * jj + 1] += u.y; acc[4 * jj + 2] += u.z; acc[4 * jj + 3] += u.w;
-            }
+            for (int b = 0; b < MB; ++b)
+#pragma unroll
+              for (int jj = 0; jj < 16; ++jj) {
+                const float4 u = __ldcg(src + (16 * b + jj) * 128 + ct);
+                acc[b][4 * jj] += u.x; acc[b][4 * jj + 1] += u.y; acc[b][4 * jj + 2] += u.z; acc[b][4 * jj + 3] += u.w;
+              }
           }
           if (ct == 0) p.counters[unit] = 0;
         }
       }
       if (finish) {
-        // registers -> smem [m][n] (transpose) -> 16-byte coalesced stores of C rows
+        // per m64 block: registers -> smem [m][n] (transpose) -> 16-byte coalesced stores of C rows
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
+        for (int b = 0; b < MB; ++b) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int n_local = 16 * wq + g + 8 * (e >> 1);
-            const int m_local = 8 * jj + 2 * t + (e & 1);
-            const unsigned short hv = __half_as_ushort(__float2half_rn(acc[4 * jj + e] * 16384.f));
-            asm volatile("st.shared.u16 [%0], %1;" :: "r"(epi + (m_local * EPI_LD + n_local) * 2), "h"(hv) : "memory");
-          }
-        named_bar_sync(1 + cw, 128);
+          for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-        for (int pass = 0; pass < 8; ++pass) {
-          const int idx = pass * 128 + ct;
-          const int m_local = idx >> 3, ch = idx & 7;
-          const int m = mt * TILE_ROWS + m_local;
-          const int n = nt * B_ROWS + 64 * cw + ch * 8;
-          if (m < p.M && n < p.N) {
-            const uint4 val = lds128(epi + (m_local * EPI_LD + ch * 8) * 2);
-            __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
-            if (p.vec_store && n + 8 <= p.N) {
-              *(uint4*)dst = val;
-            } else {
+            for (int e = 0; e < 4; ++e) {
+              const int n_local = 16 * wq + g + 8 * (e >> 1);
+              const int m_local = 8 * jj + 2 * t + (e & 1);
+              const unsigned short hv = __half_as_ushort(__float2half_rn(acc[b][4 * jj + e] * 16384.f));
+              asm volatile("st.shared.u16 [%0], %1;" :: "r"(epi + (m_local * EPI_LD + n_local) * 2), "h"(hv) : "memory");
+            }
+          named_bar_sync(1 + cw, 128);
 #pragma unroll
-              for (int i = 0; i < 8; ++i) {
-                const uint32_t wv = word(val, i >> 1);
-                if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+          for (int pass = 0; pass < 8; ++pass) {
+            const int idx = pass * 128 + ct;
+            const int m_local = idx >> 3, ch = idx & 7;
+            const int m = mt * TILE_ROWS + m_local;
+            const int n = nt * B_ROWS + 64 * MB * cw + 64 * b + ch * 8;
+            if (m < p.M && n < p.N) {
+              const uint4 val = lds128(epi + (m_local * EPI_LD + ch * 8) * 2);
+              __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
+              if (p.vec_store && n + 8 <= p.N) {
+                *(uint4*)dst = val;
+              } else {
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                  const uint32_t wv = word(val, i >> 1);
+                  if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+                }
               }
             }
           }
+          named_bar_sync(1 + cw, 128);
         }
-        named_bar_sync(1 + cw, 128);
       }
     }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies
-    if (lane == 0) {
+    if (MB == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+    if (warp == PRODUCER_WARP && lane == 0) {
+      NVFP4_ITER_RANGE
       prefetch_tensormap(&map_a);
       prefetch_tensormap(&map_b);
       for (long long it = it_begin; it < it_end; ++it) {

@@ -164,13 +164,15 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
     return t_ours, t_cublas, t_naive, floor, t_b2b
 
 
-def build_probe(mode):
-    """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?"""
+def build_probe(mode, mb=None):
+    """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
+    mb: build with NVFP4_SM90_MB=mb (m64 blocks per consumer warpgroup) instead of the default."""
     from torch.utils.cpp_extension import load_inline
-    return load_inline(name=f"nvfp4_sm90_probe{mode}", cpp_sources=[submission.CPP_SM90],
-                       cuda_sources=[submission.CUDA_SM90], functions=["sm90_gemm"],
-                       extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
-                                          f"-DNVFP4_PROFILE_MODE={mode}"])
+    flags = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-DNVFP4_PROFILE_MODE={mode}"]
+    if mb is not None:
+        flags.append(f"-DNVFP4_SM90_MB={mb}")
+    return load_inline(name=f"nvfp4_sm90_probe{mode}_mb{mb}", cpp_sources=[submission.CPP_SM90],
+                       cuda_sources=[submission.CUDA_SM90], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
 def time_probe(mod, m, n, k, l, reps, flush_buf):
@@ -214,23 +216,34 @@ def main():
 
     probe_rows = []
     if args.probes:
-        modes = [int(x) for x in args.probes.split(",")]
-        names = {1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
+        specs = args.probes.split(",")   # MODE or MODE:MB
+        names = {0: "full", 1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
                  12: "no wgmma+tr", 11: "no dec+tr"}
-        for mode, what in ((m_, names.get(m_, f"mode {m_}")) for m_ in modes):
+        for spec in specs:
+            mode, mb = (int(spec.split(":")[0]), int(spec.split(":")[1]) if ":" in spec else None)
+            what = names.get(mode, f"mode {mode}") + (f" MB={mb}" if mb else "")
             try:
                 t0 = time.time()
-                mod = build_probe(mode)
+                mod = build_probe(mode, mb)
                 print(f"probe {mode} built in {time.time() - t0:.0f} s", flush=True)
-                for (m, n, k, l) in [BENCH[0], BIG]:
+                for (m, n, k, l) in BENCH + [BIG]:
                     probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf)))
                     print(probe_rows[-1], flush=True)
+                if mode == 0:  # a full build: check it too
+                    for (m, n, k, l) in [(128, 256, 256, 1), (2304, 4608, 7168, 1), (200, 320, 384, 2)]:
+                        a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 3)
+                        ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
+                        ws, cnt, sms = submission._SM90_CACHE[c.device.index]
+                        c.fill_(float("nan"))
+                        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms)
+                        ok = torch.equal(c.view(torch.int16), ref.view(torch.int16))
+                        print(f"probe {spec} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}", flush=True)
             except Exception as e:
                 print(f"probe {mode} failed: {e}", flush=True)
 
     print()
     for what, shape, t in probe_rows:
-        print(f"probe ({what:12s}) {shape:>16s}: {t:8.1f} us")
+        print(f"probe ({what:18s}) {shape:>16s}: {t:8.1f} us")
     if check_rows:
         bad = [lab for lab, st in check_rows if st not in ("BIT-EXACT", "close")]
         exact = sum(st == "BIT-EXACT" for _, st in check_rows)
