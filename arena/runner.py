@@ -38,29 +38,33 @@ class Worker:
         self.process.start()
         child_end.close()
         self.conn = parent_end
+        if self.harden and self.args[2] == "cuda" and not self._probe_ipc():
+            return
         reply = self._receive(self.import_timeout, "importing the submission")
         if "error" in reply:
             self.stop()
             raise WorkerFailure(reply["error"], replace=True, traceback=reply.get("traceback", ""))
         self.hardening = reply.get("hardening", "off")
-        if self.harden and self.args[2] == "cuda" and self.hardening == "capabilities dropped":
-            self._probe_ipc()
 
-    def _probe_ipc(self):
-        """A hardened worker must still share CUDA tensors both ways; if not, run it unhardened (and say so)."""
+    def _probe_ipc(self) -> bool:
+        """Before the submission is imported, a hardened worker must still run CUDA and share tensors both
+        ways; if it cannot, start an unhardened one instead (and say so). False when it did that."""
         import torch
         sent = torch.arange(64, device="cuda", dtype=torch.float32)
         try:
-            back = self.request("probe", self.import_timeout, data=sent)["outputs"][0]
-            if torch.equal(back.cpu(), sent.cpu() + 1):
-                return
-            problem = "wrong values"
-        except WorkerFailure as failure:
+            self.conn.send({"op": "probe", "data": sent})
+            reply = self._receive(self.import_timeout, "checking CUDA in the hardened worker")
+            back = reply.get("outputs", [None])[0]
+            if back is not None and torch.equal(back.cpu(), sent.cpu() + 1):
+                return True
+            problem = reply.get("error", "wrong values")
+        except (WorkerFailure, OSError) as failure:
             problem = str(failure)
         self.stop()
         self.harden = False
         self.start()
-        self.hardening = f"off: CUDA IPC failed in a worker without capabilities ({problem})"
+        self.hardening = f"off: CUDA failed in a worker without capabilities ({problem})"
+        return False
 
     def _receive(self, timeout: float, doing: str) -> dict:
         try:

@@ -102,10 +102,6 @@ class Session:
             reply["empty_ns"] = sorted(timing.time_calls_wall(self.empty_call, [None] * 5, self._sync)[1])[2]
         return reply
 
-    def probe(self, data) -> dict:
-        """Round trip of a tensor both ways (checks that IPC works in a hardened worker)."""
-        return {"outputs": [data + 1]}
-
     def profile(self, data) -> dict:
         import torch
         from torch.profiler import ProfilerActivity, profile
@@ -209,6 +205,13 @@ def main(conn, submission: str, task_folder: str, device: str, harden: bool = Fa
     except OSError:
         pass
     hardening = integrity.drop_privileges() if harden else "off"
+    if harden and device == "cuda":       # before any submission code: can we still run CUDA and share?
+        probe = conn.recv()
+        try:
+            conn.send({"outputs": [probe["data"] + 1]})
+        except BaseException as error:
+            conn.send({"error": _first_line(error)})
+            return
     try:
         session = Session(submission, task_folder, device)
     except integrity.IntegrityViolation as error:
