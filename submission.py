@@ -16,23 +16,27 @@ CUDA sources (module-level string constants, no torch headers, compile with plai
   nvcc -gencode=arch=compute_90a,code=sm_90a.
   * CPP_SM90     - the torch binding (tensors -> raw pointers), compiled by the host compiler.
 
-Hopper kernel design (one CTA per SM, 416 threads):
+Hopper kernel design (one CTA per SM, 512 threads = 4 warpgroups):
   * GEMM is computed transposed (C^T = B A^T): B rows (the large N side) are wgmma's M and come from
     registers (RS form), A rows (the small M side) are wgmma's N and come from shared memory.
-  * warp 12: TMA producer. fp4 tiles (128 rows x 64 bytes) by 2-D TMA, scale tiles (2 x 512 B of the
-    blocked layout, contiguous) by 1-D bulk copies, into a 6-stage mbarrier ring.
+  * warpgroup 3 (one working warp): TMA producer. fp4 tiles (rows x 64 bytes) by 2-D TMA, scale tiles
+    (512-byte blocks of the blocked layout, contiguous) by 1-D bulk copies, into a 4-stage mbarrier ring.
   * warpgroup 0 ("transform"): decodes the A tile (128 rows x 128 k) to fp16 * scale into a 128B-swizzled
-    K-major buffer (2 buffers), which wgmma reads as its B operand.
-  * warpgroups 1, 2 (consumers): each decodes its 64 B rows x 128 k straight into wgmma A fragments,
-    then 8 x wgmma.m64n128k16 (fp16 in, fp32 accumulators).
+    K-major buffer, which wgmma reads as its B operand.
+  * warpgroups 1, 2 (consumers): each decodes 64*MB B rows x 128 k straight into wgmma A fragments, then
+    wgmma.m64n128k16 (fp16 in, fp32 accumulators), one batch of 8 per m64 block, waited before the next
+    decode (registers read by an RS wgmma must not be rewritten while it runs).
+  * B tile height: MB = 2 (256 rows; setmaxnreg gives consumers 208 registers) halves the A-decode work per
+    MMA; MB = 1 (128 rows) gives twice as many work units, better when an SM would get few k-blocks.
+    The launcher picks per shape (MB2_MIN_KBLOCKS_PER_SM).
   * K is permuted consistently on both sides (a GEMM is invariant to that) so that each thread's
     fragment comes from one 16-byte load and each fp16 pair from one 32-bit word.
   * Exactness: fp4 decodes to a*2^-14 (fp16, subnormal for 0.5), times (scale*2^7) -> a*s*2^-7 exactly in
     fp16; products are exact in fp32; the epilogue multiplies by 2^14.
   * Schedule: the (tile, k-block) iteration space is cut into `grid` equal contiguous ranges (grid = #SMs),
-    so every SM gets the same work even when M = 128 gives only 32-56 tiles. A tile split across CTAs is
-    reduced by the last CTA to finish (fp32 partials in a workspace, per-tile counters, fixed summation
-    order, counters reset for the next call).
+    so every SM gets the same work even when M = 128 gives only 16-56 tiles. A tile split across CTAs is
+    reduced by the last CTA to finish (fp32 partials in a workspace, per-tile counters with release /
+    acquire fences, fixed summation order, counters reset for the next call).
 """
 
 import os
@@ -158,9 +162,13 @@ __device__ __forceinline__ void named_bar_sync(int id, int nthreads) {
 // Partials are fp32, stored in a fragment-native order (each thread writes / reads its own 16-byte
 // chunks, coalesced across the warp). `unit` is one reduction unit (a tile, or a tile half owned by one
 // warpgroup); counters are reset by the finishing CTA so the buffer can be reused by the next call.
+// Call from ONE thread, after a barrier that follows the unit's partial stores (release, cumulative over the
+// barrier); the returned count is acquired, so the caller's barrier-mates may then read the other parts.
 __device__ __forceinline__ int fixup_arrive(int* counter) {
-  __threadfence();
-  return atomicAdd(counter, 1);
+  int old;
+  asm volatile("fence.acq_rel.gpu;\n\tatom.relaxed.gpu.global.add.s32 %0, [%1], 1;\n\tfence.acq_rel.gpu;"
+               : "=r"(old) : "l"(counter) : "memory");
+  return old;
 }
 
 // ---- host: tensor maps through the driver entry point (no -lcuda needed) ------------------------------------
@@ -211,35 +219,48 @@ namespace nvfp4 {
 namespace sm90 {
 
 // CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x MB m64 blocks each) x 128 A rows, 128 k per stage.
-#ifndef NVFP4_SM90_MB
-#define NVFP4_SM90_MB 2
-#endif
-constexpr int MB = NVFP4_SM90_MB;             // m64 blocks (64 B rows each) per consumer warpgroup: 1 or 2
+// MB = 2 (256-row B tiles) halves the A-decode work per MMA; MB = 1 (128-row tiles) gives twice the work
+// units, better when each SM would get only a few k-blocks. The launcher picks one per shape.
 constexpr int NUM_CWG = 2;                    // consumer warpgroups
-constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 (MB = 2) or 128
-constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
-constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
 constexpr int PRODUCER_WARP = 4 * (1 + NUM_CWG);
 constexpr int THREADS = 32 * (PRODUCER_WARP + 4);  // WG0 transform, WG1-2 consumers, WG3 producer (one warp works)
-constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 72, CONSUMER_REGS = 208;   // setmaxnreg (MB == 2)
-constexpr int RAW_B = 0;                                          // offsets inside one raw stage
-constexpr int RAW_A = B_ROWS * BK_BYTES;
-constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;              // 2 x 1024: B scale tiles of two 128-row blocks
-constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
-constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;          // 27648 (MB = 2)
-constexpr int ACT_ATOM_BYTES = TILE_ROWS * 128;                   // 64 k x 128 rows, fp16, 128B swizzle
-constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;               // 32768
-constexpr int EPI_LD = 72;                                        // halves per row of the epilogue buffer
-constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;                 // per consumer warpgroup (one m64 block at a time)
-constexpr int OFF_RAW = 0;
-constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
-constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
-constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
-constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;                  // + barriers + alignment slack
-constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;                 // one consumer warpgroup's (64*MB) x 128 fp32 partial
-static_assert(MB == 1 || MB == 2, "MB");
-static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
-static_assert(SMEM_BYTES <= 232448, "shared memory");
+constexpr int ACT_ATOM_BYTES = TILE_ROWS * 128;    // 64 k x 128 rows, fp16, 128B swizzle
+constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;  // 32768
+constexpr int EPI_LD = 72;                         // halves per row of the epilogue buffer
+constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;  // per consumer warpgroup (one m64 block at a time)
+
+template <int MB_>
+struct Cfg {
+  static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
+  static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
+  static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
+  static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
+  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 72, CONSUMER_REGS = 208;  // setmaxnreg (MB == 2)
+  static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
+  static constexpr int RAW_A = B_ROWS * BK_BYTES;
+  static constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;      // 2 x 1024: B scale tiles of two 128-row blocks
+  static constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
+  static constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;
+  static constexpr int OFF_RAW = 0;
+  static constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
+  static constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
+  static constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
+  static constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;          // + barriers + alignment slack
+  static constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;         // one consumer warpgroup's (64*MB) x 128 partial
+  static_assert(MB == 1 || MB == 2, "MB");
+  static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
+  static_assert(SMEM_BYTES <= 232448, "shared memory");
+};
+#define NVFP4_SM90_CFG(MBV)                                                                                  \
+  constexpr int MB = Cfg<MBV>::MB, B_ROWS = Cfg<MBV>::B_ROWS, RAW_STAGES = Cfg<MBV>::RAW_STAGES;            \
+  constexpr int ACT_STAGES = Cfg<MBV>::ACT_STAGES, PRODUCER_REGS = Cfg<MBV>::PRODUCER_REGS;                 \
+  constexpr int TRANSFORM_REGS = Cfg<MBV>::TRANSFORM_REGS, CONSUMER_REGS = Cfg<MBV>::CONSUMER_REGS;         \
+  constexpr int RAW_B = Cfg<MBV>::RAW_B, RAW_A = Cfg<MBV>::RAW_A, RAW_SB = Cfg<MBV>::RAW_SB;                \
+  constexpr int RAW_SA = Cfg<MBV>::RAW_SA, RAW_STAGE_BYTES = Cfg<MBV>::RAW_STAGE_BYTES;                     \
+  constexpr int OFF_RAW = Cfg<MBV>::OFF_RAW, OFF_ACT = Cfg<MBV>::OFF_ACT, OFF_EPI = Cfg<MBV>::OFF_EPI;      \
+  constexpr int OFF_BAR = Cfg<MBV>::OFF_BAR, WS_FLOAT4_PER_UNIT = Cfg<MBV>::WS_FLOAT4_PER_UNIT;             \
+  (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
+  (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT;
 
 struct Params {
   const uint8_t* sfa;   // blocked scales of A (batch stride sfa_batch bytes)
@@ -358,9 +379,11 @@ __device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint3
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------------------
+template <int MBV>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMap map_a,
             const __grid_constant__ CUtensorMap map_b) {
+  NVFP4_SM90_CFG(MBV)
   extern __shared__ __align__(16) uint8_t smem_raw[];
   // keep the pointer derived from smem_raw (shared window) while aligning to 1024 B
   uint8_t* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
@@ -541,7 +564,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           for (int jj = 0; jj < 16; ++jj)
             mine[(16 * b + jj) * 128 + ct] =
                 make_float4(acc[b][4 * jj], acc[b][4 * jj + 1], acc[b][4 * jj + 2], acc[b][4 * jj + 3]);
-        __threadfence();
         named_bar_sync(1 + cw, 128);
         if (ct == 0) fix_flag[cw] = fixup_arrive(&p.counters[unit]);
         named_bar_sync(1 + cw, 128);
@@ -549,7 +571,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         finish = fix_flag[cw] == parts - 1;
         named_bar_sync(1 + cw, 128);   // fix_flag may be rewritten by the next tile
         if (finish) {
-          __threadfence();
           const int c0 = sch.first_cta(tile);
 #pragma unroll
           for (int b = 0; b < MB; ++b)
@@ -641,17 +662,70 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 }  // namespace sm90
 }  // namespace nvfp4
 
+namespace nvfp4 {
+namespace sm90 {
+// Work per SM in k-blocks if B tiles were 256 rows; below this, 128-row tiles (twice the work units) win.
+constexpr int MB2_MIN_KBLOCKS_PER_SM = 16;
+
+inline int choose_mb(int M, int N, int K, int L, int num_sms) {
+  const long long iters = (long long)((M + 127) / 128) * ((N + 255) / 256) * L * (K / BK);
+  return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
+}
+
+template <int MBV>
+int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int err_len) {
+  constexpr int B_ROWS = Cfg<MBV>::B_ROWS;
+  constexpr int SMEM_BYTES = Cfg<MBV>::SMEM_BYTES;
+  const int M = p.M, N = p.N, K = p.K, L = p.L;
+  Schedule& s = p.sch;
+  s.m_tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
+  s.n_tiles = (N + B_ROWS - 1) / B_ROWS;
+  s.L = L;
+  s.nk = K / BK;
+  s.total = (long long)s.tiles() * s.nk;
+  s.grid = (int)(s.total < num_sms ? s.total : num_sms);
+
+  CUtensorMap map_a, map_b;
+  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
+  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (r != 0) {
+    snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
+    return 2;
+  }
+  static bool attr_done = false;
+  if (!attr_done) {
+    cudaError_t e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if (e != cudaSuccess) {
+      snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
+      return 3;
+    }
+    attr_done = true;
+  }
+  gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    snprintf(err, err_len, "kernel launch: %s", cudaGetErrorString(e));
+    return 4;
+  }
+  return 0;
+}
+}  // namespace sm90
+}  // namespace nvfp4
+
 // Launcher: raw pointers and ints only. Returns 0 on success; otherwise writes a message into err.
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
+// mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
-  return (long long)2 * num_sms * nvfp4::sm90::NUM_CWG * nvfp4::sm90::WS_FLOAT4_PER_UNIT * 16;
+  using namespace nvfp4::sm90;
+  return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
 }
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
-  return (long long)((M + 127) / 128) * ((N + nvfp4::sm90::B_ROWS - 1) / nvfp4::sm90::B_ROWS) * L * nvfp4::sm90::NUM_CWG;
+  return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
 }
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
-                                 int* counters, int M, int N, int K, int L, int num_sms, char* err, int err_len) {
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, char* err,
+                                 int err_len) {
   using namespace nvfp4;
   using namespace nvfp4::sm90;
   if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
@@ -670,37 +744,8 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   p.kb64 = K / 64;
   p.b_row_blocks = (N + 127) / 128;
   p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
-  Schedule& s = p.sch;
-  s.m_tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
-  s.n_tiles = (N + B_ROWS - 1) / B_ROWS;
-  s.L = L;
-  s.nk = K / BK;
-  s.total = (long long)s.tiles() * s.nk;
-  s.grid = (int)(s.total < num_sms ? s.total : num_sms);
-
-  CUtensorMap map_a, map_b;
-  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
-  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
-  if (r != 0) {
-    snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
-    return 2;
-  }
-  static bool attr_done = false;
-  if (!attr_done) {
-    cudaError_t e = cudaFuncSetAttribute(gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (e != cudaSuccess) {
-      snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
-      return 3;
-    }
-    attr_done = true;
-  }
-  gemm_kernel<<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    snprintf(err, err_len, "kernel launch: %s", cudaGetErrorString(e));
-    return 4;
-  }
-  return 0;
+  if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
+  return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
 }
 """
 
@@ -713,16 +758,18 @@ CPP_SM90 = r"""
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms);
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L);
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
-                                 int* counters, int M, int N, int K, int L, int num_sms, char* err, int err_len);
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, char* err,
+                                 int err_len);
 
 long long sm90_workspace_bytes(int64_t num_sms) { return nvfp4_sm90_workspace_bytes((int)num_sms); }
 long long sm90_counter_count(int64_t M, int64_t N, int64_t L) { return nvfp4_sm90_counter_count((int)M, (int)N, (int)L); }
 
 void sm90_gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c,
-               torch::Tensor ws, torch::Tensor counters, int64_t M, int64_t N, int64_t K, int64_t L, int64_t num_sms) {
+               torch::Tensor ws, torch::Tensor counters, int64_t M, int64_t N, int64_t K, int64_t L, int64_t num_sms,
+               int64_t mb) {
   char err[256] = {0};
   int r = nvfp4_sm90_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(), ws.data_ptr(),
-                            (int*)counters.data_ptr(), (int)M, (int)N, (int)K, (int)L, (int)num_sms, err, 256);
+                            (int*)counters.data_ptr(), (int)M, (int)N, (int)K, (int)L, (int)num_sms, (int)mb, err, 256);
   TORCH_CHECK(r == 0, "nvfp4 sm90 gemm: ", err);
 }
 """
@@ -737,7 +784,7 @@ def _sm90_module():
         from torch.utils.cpp_extension import load_inline
 
         _SM90 = load_inline(
-            name="nvfp4_gemm_sm90_v1",
+            name="nvfp4_gemm_sm90_v3",
             cpp_sources=[CPP_SM90],
             cuda_sources=[CUDA_SM90],
             functions=["sm90_gemm", "sm90_workspace_bytes", "sm90_counter_count"],
@@ -775,7 +822,7 @@ def _run_sm90(data: input_t) -> output_t:
     if entry is None or entry[1].numel() < int(mod.sm90_counter_count(M, N, L)):
         entry = _sm90_buffers(mod, c.device, M, N, L)
     ws, cnt, num_sms = entry
-    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms)
+    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms, 0)
     return c
 
 

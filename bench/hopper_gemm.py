@@ -166,19 +166,32 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
 
 def build_probe(mode, mb=None):
     """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
-    mb: build with NVFP4_SM90_MB=mb (m64 blocks per consumer warpgroup) instead of the default."""
+    mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape."""
     from torch.utils.cpp_extension import load_inline
     flags = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-DNVFP4_PROFILE_MODE={mode}"]
-    if mb is not None:
-        flags.append(f"-DNVFP4_SM90_MB={mb}")
-    return load_inline(name=f"nvfp4_sm90_probe{mode}_mb{mb}", cpp_sources=[submission.CPP_SM90],
+    return load_inline(name=f"nvfp4_sm90_probe{mode}", cpp_sources=[submission.CPP_SM90],
                        cuda_sources=[submission.CUDA_SM90], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
-def time_probe(mod, m, n, k, l, reps, flush_buf):
+def time_probe(mod, m, n, k, l, reps, flush_buf, mb=0):
     a, b, _, _, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 7)
     ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms), reps, flush_buf)
+    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb), reps, flush_buf)
+
+
+def check_mb(mod, mb, shapes):
+    """Bit-exactness of one forced B-tile height (mb = 1: 128 rows, 2: 256 rows) on a few shapes."""
+    out = []
+    for (m, n, k, l) in shapes:
+        a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 3)
+        ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
+        ws, cnt, sms = submission._SM90_CACHE[c.device.index]
+        c.fill_(float("nan"))
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb)
+        ok = torch.equal(c.view(torch.int16), ref.view(torch.int16))
+        out.append(ok)
+        print(f"mb={mb} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}", flush=True)
+    return all(out)
 
 
 def main():
@@ -186,6 +199,7 @@ def main():
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--quick", action="store_true", help="three checks, one timed shape")
     ap.add_argument("--no-checks", action="store_true")
+    ap.add_argument("--mb-sweep", action="store_true", help="also check and time both B tile heights (128/256 rows)")
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
                     "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform")
     args = ap.parse_args()
@@ -215,6 +229,14 @@ def main():
               f"ours back-to-back wall {r[4]:.1f} us/call", flush=True)
 
     probe_rows = []
+    if args.mb_sweep:  # both B-tile heights of the shipped build, forced
+        mod = submission._sm90_module()
+        small = [(128, 256, 256, 1), (200, 320, 384, 2), (128, 7168, 2048, 1), (2304, 4608, 7168, 1)]
+        for mb in (1, 2):
+            check_mb(mod, mb, small)
+            for (m, n, k, l) in BENCH + [BIG]:
+                probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf, mb)))
+                print(probe_rows[-1], flush=True)
     if args.probes:
         specs = args.probes.split(",")   # MODE or MODE:MB
         names = {0: "full", 1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
@@ -227,17 +249,9 @@ def main():
                 mod = build_probe(mode, mb)
                 print(f"probe {mode} built in {time.time() - t0:.0f} s", flush=True)
                 for (m, n, k, l) in BENCH + [BIG]:
-                    probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf)))
+                    probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf, mb or 0)))
                     print(probe_rows[-1], flush=True)
-                if mode == 0:  # a full build: check it too
-                    for (m, n, k, l) in [(128, 256, 256, 1), (2304, 4608, 7168, 1), (200, 320, 384, 2)]:
-                        a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 3)
-                        ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
-                        ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-                        c.fill_(float("nan"))
-                        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms)
-                        ok = torch.equal(c.view(torch.int16), ref.view(torch.int16))
-                        print(f"probe {spec} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}", flush=True)
+
             except Exception as e:
                 print(f"probe {mode} failed: {e}", flush=True)
 

@@ -96,7 +96,7 @@ def _hopper():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(128, 256, 256, 1), (256, 7168, 2048, 1), (200, 320, 384, 2)])
+@pytest.mark.parametrize("shape", [(128, 256, 256, 1), (256, 7168, 2048, 1), (200, 320, 384, 2), (512, 4096, 7168, 1)])
 def test_sm90_bit_exact(shape):
     if not _hopper():
         pytest.skip("needs an sm_90 GPU")
