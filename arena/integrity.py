@@ -325,8 +325,12 @@ def tensors_in(data, path: str = "data"):
 
 
 def _span(t) -> tuple[int, int, str]:
-    storage = t.untyped_storage()
-    return storage.data_ptr(), storage.data_ptr() + storage.nbytes(), str(t.device)
+    """The bytes a tensor can touch: [first, last) of its strided extent (slices of one buffer do not overlap)."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return start, start, str(t.device)
+    reach = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return start, start + (reach + 1) * t.element_size(), str(t.device)
 
 
 def _overlap(a, b) -> bool:
@@ -405,7 +409,7 @@ class OutputAudit:
         new = [_span(t) for o in outputs for _, t in tensors_in(o)]
         self.watched = [w for w in self.watched if not any(_overlap(_span(w[2]), s) for s in new)]
 
-    def late_writes(self, keep: int = 256) -> list[tuple[str, object]]:
+    def late_writes(self, keep: int = 64) -> list[tuple[str, object]]:
         """(label, on_fail) of every watched output that changed after it arrived; keeps the newest `keep`."""
         changed, still = [], []
         for entry in self.watched:

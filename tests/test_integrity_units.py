@@ -197,3 +197,11 @@ def test_sweep_kills_adopted_orphans(tmp_path):
 def test_no_work_inside_the_timed_window_is_flagged():
     flags = integrity.timing_flags([3_100.0] * 20, sol_us=None, empty_ns=3_000.0)
     assert len(flags) == 1 and "no GPU work inside the timed window" in flags[0]
+
+
+def test_slices_of_one_output_pool_are_distinct_results():
+    """A submission may return disjoint slices of one preallocated buffer: not the same memory."""
+    pool = torch.zeros(2, 8, 16, 1, dtype=torch.float16)
+    sent = [_data(1), _data(2)]
+    _, errors = integrity.OutputAudit().arrived(["call 0", "call 1"], sent, [pool[0], pool[1]], Owner())
+    assert errors == ["", ""]
