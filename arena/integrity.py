@@ -196,6 +196,40 @@ def _children() -> list[int]:
     return pids
 
 
+# ---- reading the worker's replies ------------------------------------------------------------------------
+
+class ForbiddenReply(RuntimeError):
+    """A reply from the worker that holds something other than tensors, numbers and strings."""
+
+
+_REBUILDERS = {"rebuild_tensor", "rebuild_cuda_tensor", "rebuild_typed_storage", "rebuild_typed_storage_child",
+               "rebuild_storage_fd", "rebuild_storage_empty", "rebuild_meta_tensor"}
+_CLASSES = {("torch", "Tensor"), ("torch", "Size"), ("torch", "device"), ("torch.storage", "UntypedStorage"),
+            ("torch.storage", "TypedStorage"), ("torch.nn.parameter", "Parameter"),
+            ("multiprocessing.resource_sharer", "DupFd"), ("arena.worker", "InputAlias")}
+
+
+def safe_loads(data: bytes):
+    """Unpickle a worker reply in the trusted parent, allowing only what tensors, the harness's own alias
+    records and plain containers need. A plain `pickle.loads` would run whatever callable the submission's
+    output names in its `__reduce__` (exec included) inside the parent."""
+    import io
+    import pickle
+
+    class ReplyUnpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            import torch
+            allowed = (module, name) in _CLASSES or \
+                (module == "torch.multiprocessing.reductions" and name in _REBUILDERS) or \
+                (module == "torch" and isinstance(getattr(torch, name, None), torch.dtype))
+            if not allowed:
+                raise ForbiddenReply(f"the submission's reply holds a forbidden object ({module}.{name}): only "
+                                     f"tensors, numbers and strings may cross to the evaluator")
+            return super().find_class(module, name)
+
+    return ReplyUnpickler(io.BytesIO(data)).load()
+
+
 # ---- the worker's tripwire against monkey-patching -------------------------------------------------------
 
 GUARDED = (

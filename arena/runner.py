@@ -75,12 +75,19 @@ class Worker:
             self.stop()
             raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)", replace=True)
         try:
-            return self.conn.recv()
+            return integrity.safe_loads(self.conn.recv_bytes())      # never a plain unpickle (exec via __reduce__)
+        except integrity.ForbiddenReply as error:
+            self.stop()
+            raise WorkerFailure(str(error), replace=True) from None
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
             raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
                                 replace=True) from None
+        except Exception as error:            # a malformed reply: the worker cannot be trusted any more
+            self.stop()
+            raise WorkerFailure(f"the submission's reply could not be read: {type(error).__name__}: "
+                                f"{str(error).splitlines()[0] if str(error) else ''}", replace=True) from None
 
     def _exit_code(self):
         self.process.join(timeout=5)

@@ -63,6 +63,8 @@ CHECKS = [
     Check("replay keyed on _version", exploit("replay_version"), "leaderboard", SMALL,
           error="a timed output is wrong"),
     Check("input zeroing", exploit("input_zeroing"), "test", SMALL, error="wrong result"),
+    Check("code in the reply's pickle (exec in the parent)", exploit("pickle_exec"), "test", SMALL,
+          error="forbidden object (builtins.exec)"),
     Check("patching Event.elapsed_time", exploit("patch_harness_in_call"), "test", SMALL,
           error="replaced harness functions inside custom_kernel"),
     Check("forging the result pipe via /proc", exploit("fd_forge"), "test", SMALL,

@@ -205,3 +205,18 @@ def test_slices_of_one_output_pool_are_distinct_results():
     sent = [_data(1), _data(2)]
     _, errors = integrity.OutputAudit().arrived(["call 0", "call 1"], sent, [pool[0], pool[1]], Owner())
     assert errors == ["", ""]
+
+
+def test_replies_carry_tensors_but_no_code():
+    from multiprocessing.reduction import ForkingPickler
+    t = torch.randn(4, 6).half().t()
+    reply = {"outputs": [t, [t[0], torch.zeros(3, dtype=torch.float8_e4m3fn)]], "times_ns": [1.0], "x": (1, "a")}
+    back = integrity.safe_loads(bytes(ForkingPickler.dumps(reply)))
+    assert torch.equal(back["outputs"][0], t) and back["outputs"][0].stride() == t.stride()
+    with pytest.raises(integrity.ForbiddenReply, match=r"forbidden object \(posix.system\)"):
+        integrity.safe_loads(bytes(ForkingPickler.dumps({"outputs": [_Evil()]})))
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("true",))
