@@ -46,7 +46,8 @@ RULES = (
     ("ctypes-cuda", r"\bctypes\b.*(cudart|libcuda|cuda)|(cudart|libcuda)\w*\.so|CDLL\(",
      "loads a CUDA library with ctypes: can redirect events, graphs or streams below PyTorch"),
     ("harness-patch", r"(perf_counter(_ns)?|elapsed_time|synchronize|Event|time_calls_\w+|clear_l2_cache|"
-                      r"Connection\.\w+|ForkingPickler\.\w+)\s*=[^=]|\bsys\.modules\[|__main__|\barena\b",
+                      r"Connection\.\w+|ForkingPickler\.\w+)\s*=[^=]|\bsys\.modules\[|__main__|\b(import|from)\s+arena\b|"
+                      r"\barena\.\w",
      "assigns to timer or harness names, or reaches into the harness (arena, __main__, sys.modules)"),
     ("threads", r"\bthreading\b|\bThread\(|concurrent\.futures|\bos\.fork\b|\bmultiprocessing\b|"
                 r"\bsubprocess\b|\bos\.system\(",
