@@ -93,7 +93,7 @@ def check_glue() -> bool:
             ref = ref_kernel(tuple(t.clone() for t in data)).clone()
             assert sm100_glue._sm100_supported(data)
             data[6].fill_(float("nan"))
-            out = sm100_glue._run_sm100(data, module=mod)
+            out = sm100_glue._run_sm100(data, module=mod, module_name="nvfp4_sm100_emu_glue")
             torch.cuda.synchronize()
             exact = out is data[6] and torch.equal(out.view(torch.int16), ref.view(torch.int16))
             ok_all &= exact

@@ -27,7 +27,7 @@ def glue_block() -> str:
 
 
 def region() -> str:
-    cuda = "// arena: arch sm_100a\n" + amalgamated_source()
+    cuda = amalgamated_source()  # contains tcgen05.*: arena/compile.py builds it for sm_100a
     assert '"""' not in cuda and not cuda.rstrip("\n").endswith("\\")
     text = (f"{BEGIN}\n"
             "# The sm_100a kernel: TMA -> smem, tcgen05.cp scale atoms -> TMEM, tcgen05.mma kind::mxf4nvf4\n"

@@ -13,10 +13,11 @@ _SM100_CPP = r"""
 extern "C" int nvfp4_gemm_sm100_launch(const void*, const void*, const void*, const void*, void*, void*, void*,
                                        int, int, int, int, int);
 extern "C" int nvfp4_gemm_sm100_choose_splits(int, int, int, int, int);
-int64_t sm100_gemm(int64_t a, int64_t b, int64_t sfa, int64_t sfb, int64_t c, int64_t ws, int64_t cnt,
-                   int64_t M, int64_t N, int64_t K, int64_t L, int64_t splits) {
-  return nvfp4_gemm_sm100_launch((const void*)a, (const void*)b, (const void*)sfa, (const void*)sfb, (void*)c,
-                                 (void*)ws, (void*)cnt, (int)M, (int)N, (int)K, (int)L, (int)splits);
+int64_t sm100_gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c,
+                   torch::Tensor ws, torch::Tensor cnt, int64_t splits) {
+  const int M = (int)c.size(0), N = (int)c.size(1), L = (int)c.size(2), K = (int)a.size(1) * 2;
+  void* p[7] = {a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(), ws.data_ptr(), cnt.data_ptr()};
+  return nvfp4_gemm_sm100_launch(p[0], p[1], p[2], p[3], p[4], p[5], p[6], M, N, K, L, (int)splits);
 }
 int64_t sm100_choose_splits(int64_t M, int64_t N, int64_t K, int64_t L, int64_t sms) {
   return nvfp4_gemm_sm100_choose_splits((int)M, (int)N, (int)K, (int)L, (int)sms);
@@ -52,15 +53,15 @@ def _sm100_supported(data):
             and all(x.is_cuda and x.device == c.device for x in (a, b, sfa_p, sfb_p)))
 
 
-def _run_sm100(data, module=None):
+def _run_sm100(data, module=None, module_name="nvfp4_gemm_sm100_tcgen05"):
     if not _sm100_supported(data):
         raise ValueError("nvfp4 sm100 gemm: needs M % 128 == 0, N % 64 == 0, K % 256 == 0, packed fp4 "
                          "[rows, K/2, L] K-major, blocked permuted scales and fp16 c [M, N, L] (strides N, 1, M*N)")
     a, b, _, _, sfa_p, sfb_p, c = data
     M, N, L = c.shape
     K = a.shape[1] * 2
-    mod = module or _sm100_module()
-    key = (id(mod), M, N, K, L, c.device.index)
+    mod = module or _sm100_module(name=module_name)
+    key = (module_name, M, N, K, L, c.device.index)
     cfg = _sm100_state.get(key)
     if cfg is None:
         sms = torch.cuda.get_device_properties(c.device).multi_processor_count
@@ -70,8 +71,7 @@ def _run_sm100(data, module=None):
         cnt = torch.zeros(max(tiles, 1), dtype=torch.int32, device=c.device)  # kernel leaves it zero
         cfg = _sm100_state[key] = (splits, ws, cnt)
     splits, ws, cnt = cfg
-    rc = mod.sm100_gemm(a.data_ptr(), b.data_ptr(), sfa_p.data_ptr(), sfb_p.data_ptr(), c.data_ptr(),
-                        ws.data_ptr(), cnt.data_ptr(), M, N, K, L, splits)
+    rc = mod.sm100_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, splits)
     if rc != 0:
         raise RuntimeError(f"sm100 tcgen05 kernel launch failed (code {rc})")
     return c
