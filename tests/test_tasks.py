@@ -495,6 +495,21 @@ def test_a_wrong_submission_fails_with_one_clear_line(name, tmp_path):
         assert "\n" not in error
 
 
+# The official lists from task.yml (no spec file): the cheap cases here, all of them under ARENA_SLOW.
+OFFICIAL_SUBSET = {"nvfp4_gemv": "0,1,7", "nvfp4_dual_gemm": "1,9", "nvfp4_group_gemm": None}
+
+
+@pytest.mark.parametrize("name", list(OFFICIAL_SUBSET))
+def test_example_submission_passes_official_tests_from_task_yml(name):
+    only = ["--only", OFFICIAL_SUBSET[name]] if OFFICIAL_SUBSET[name] else []
+    run = run_eval("test", "--task", TASK_DIRS[name], "--submission", EXAMPLES[name], *only, popcorn=True, timeout=300)
+    assert run.code == 0 and run.keys["check"] == "pass", run.stderr + run.raw
+    official = load_task(TASK_DIRS[name]).cases("tests")
+    indices = [int(i) for i in OFFICIAL_SUBSET[name].split(",")] if OFFICIAL_SUBSET[name] else range(len(official))
+    for i in indices:
+        assert run.keys[f"test.{i}.spec"] == official[i].spec and run.keys[f"test.{i}.status"] == "pass"
+
+
 # ---- the full official test lists (minutes on a CPU) ---------------------------------------------
 
 @slow
