@@ -196,49 +196,55 @@ def anatomy(output: torch.Tensor, expected: torch.Tensor, prefilled: torch.Tenso
     return an
 
 
+def _tile_counts(mask: torch.Tensor, th: int, tw: int) -> torch.Tensor:
+    """Per (th x tw) cell and batch, how many elements of a [M, N, L] mask are set (on the CPU)."""
+    m, n, l = mask.shape
+    rows, cols = ceil_div(m, th), ceil_div(n, tw)
+    padded = torch.zeros((rows * th, cols * tw, l), dtype=torch.int32, device=mask.device)
+    padded[:m, :n] = mask.to(torch.int32)
+    return padded.reshape(rows, th, cols, tw, l).sum((1, 3)).cpu()
+
+
 def _tile_map(bad, o64, e64, untouched):
     """A character per 128x128 tile (grouped when the grid is large), for each batch with errors."""
     m, n, l = bad.shape
     tr, tc = ceil_div(m, TILE), ceil_div(n, TILE)
     gr, gc = ceil_div(tr, MAP_HEIGHT), ceil_div(tc, MAP_WIDTH)      # tiles per character
-    rows, cols = ceil_div(tr, gr), ceil_div(tc, gc)
-    nonfinite = ~torch.isfinite(o64) & torch.isfinite(e64)
-    zero = (o64 == 0) & (e64 != 0)
+    th, tw = TILE * gr, TILE * gc
+    wrong = _tile_counts(bad, th, tw)
+    total = _tile_counts(torch.ones_like(bad), th, tw)
+    nonfinite = _tile_counts(~torch.isfinite(o64) & torch.isfinite(e64), th, tw)
+    zero = _tile_counts((o64 == 0) & (e64 != 0), th, tw)
+    kept = _tile_counts(untouched, th, tw) if untouched is not None else torch.zeros_like(wrong)
     lines, untouched_tiles, shown = [], [], 0
-    unit = f"{TILE * gr}x{TILE * gc}" if (gr, gc) != (1, 1) else "128x128"
+    unit = f"{th}x{tw}"
     for b in range(l):
-        if not bad[:, :, b].any():
+        if not int(wrong[:, :, b].sum()):
             continue
         if shown == 2:
-            lines.append(f"(maps of further batches left out)")
+            lines.append("(maps of further batches left out)")
             break
         shown += 1
-        header = f"{unit} output tiles" + (f", batch {b}" if l > 1 else "") + \
-            " ('.' right, 'x' some wrong, '#' mostly wrong, 'u' untouched, '0' zeros, '!' NaN/Inf):"
-        grid = []
-        for i in range(rows):
+        lines.append(f"{unit} output tiles" + (f", batch {b}" if l > 1 else "") +
+                     " ('.' right, 'x' some wrong, '#' mostly wrong, 'u' untouched, '0' zeros, '!' NaN/Inf):")
+        for i in range(wrong.shape[0]):
             chars = []
-            for j in range(cols):
-                r0, r1 = i * gr * TILE, min(m, (i + 1) * gr * TILE)
-                c0, c1 = j * gc * TILE, min(n, (j + 1) * gc * TILE)
-                cell = bad[r0:r1, c0:c1, b]
-                total, wrong = cell.numel(), int(cell.sum())
-                if wrong == 0:
+            for j in range(wrong.shape[1]):
+                w, t = int(wrong[i, j, b]), int(total[i, j, b])
+                if w == 0:
                     chars.append(".")
-                elif nonfinite[r0:r1, c0:c1, b].any():
+                elif nonfinite[i, j, b]:
                     chars.append("!")
-                elif untouched is not None and int(untouched[r0:r1, c0:c1, b].sum()) * 2 >= wrong and wrong * 2 >= total:
+                elif 2 * int(kept[i, j, b]) >= w and 2 * w >= t:
                     chars.append("u")
                     untouched_tiles.append((b, i, j))
-                elif zero[r0:r1, c0:c1, b].all():
+                elif int(zero[i, j, b]) == w == t:
                     chars.append("0")
-                elif wrong * 2 >= total:
+                elif 2 * w >= t:
                     chars.append("#")
                 else:
                     chars.append("x")
-            grid.append("  " + "".join(chars))
-        lines.append(header)
-        lines += grid
+            lines.append("  " + "".join(chars))
     return lines, untouched_tiles
 
 
@@ -376,7 +382,9 @@ class _Sample:
         blocks = self.blocks if blocks is None else blocks
         sa = sa_full[self.rows.to(sa_full.device)].to(self.device, self.dtype)
         sb = sb_full[self.cols.to(sb_full.device)].to(self.device, self.dtype)
-        return torch.einsum("jrc,rj,cj->rc", blocks, sa, sb)
+        weighted = blocks * sa.T.unsqueeze(2)           # elementwise beats einsum here (2-7x on the CPU)
+        weighted.mul_(sb.T.unsqueeze(1))
+        return weighted.sum(0)
 
     def per_block(self) -> torch.Tensor:
         sa = self.sfa[self.rows.to(self.sfa.device)].to(self.device)
@@ -461,18 +469,49 @@ def gemm_hypotheses(data, output: torch.Tensor, expected: torch.Tensor, rtol: fl
                              float((ok & kw).sum()) / max(1, int(kw.sum())), n_known / known.numel(),
                              int(kw.sum()), note))
 
+    def partial(key, text, h_a, h_b=None, h_ab=None, how=""):
+        """The bug hit only some rows of A and/or of B (a tail path, one tile): choose per A row and per
+        B row between the right computation and the bug, by majority of that row's elements."""
+        def fits(h):
+            return torch.zeros_like(wrong) if h is None else \
+                ~mismatch_mask(o, h.to(o.dtype), rtol, atol) & ~torch.isnan(h)
+        ok_cc, ok_a, ok_b, ok_ab = ~wrong, fits(h_a), fits(h_b), fits(h_ab)
+        # Alternate: A rows given the B rows, then B rows given the A rows (an element often fits a bug on
+        # either side, e.g. a nibble swap in A or in B; the row/column structure decides).
+        b_bug = torch.zeros(len(cols), dtype=torch.bool, device=wrong.device)
+        for _ in range(3):
+            hit, miss = torch.where(b_bug.unsqueeze(0), ok_ab, ok_a), torch.where(b_bug.unsqueeze(0), ok_b, ok_cc)
+            a_bug = _row_flags((hit & ~miss).sum(1), (miss & ~hit).sum(1), rows).to(wrong.device)
+            hit, miss = torch.where(a_bug.unsqueeze(1), ok_ab, ok_b), torch.where(a_bug.unsqueeze(1), ok_a, ok_cc)
+            b_bug = _row_flags((hit & ~miss).sum(0), (miss & ~hit).sum(0), cols).to(wrong.device)
+        if not (bool(a_bug.any()) and not bool(a_bug.all())) and not (bool(b_bug.any()) and not bool(b_bug.all())):
+            return                      # nothing, or the whole-operand hypotheses already scored
+        a_rows, b_rows = a_bug.to(wrong.device).unsqueeze(1), b_bug.to(wrong.device).unsqueeze(0)
+        fit = torch.where(a_rows & b_rows, ok_ab, torch.where(a_rows, ok_a, torch.where(b_rows, ok_b, ok_cc)))
+        parts = [f"{_describe_rows(rows, a_bug.cpu(), m)} of A" if a_bug.any() else "",
+                 f"{_describe_rows(cols, b_bug.cpu(), n)} of B" if b_bug.any() else ""]
+        where = " and ".join(p for p in parts if p)
+        matches.append(Match(f"{key}_partial", f"{text}, but only for {where}{how}", float(fit.float().mean()),
+                             float(fit[wrong].float().mean()) if wrong.any() else 0.0, 1.0, int(wrong.sum()),
+                             "partial"))
+
     ones_a, ones_b = torch.ones_like(sample.sfa), torch.ones_like(sample.sfb)
-    scored("scales_ignored", "the block scales ignored (all taken as 1)", sample.scaled(ones_a, ones_b))
-    scored("sfa_ignored", "SFA ignored (taken as 1)", sample.scaled(ones_a, sample.sfb))
-    scored("sfb_ignored", "SFB ignored (taken as 1)", sample.scaled(sample.sfa, ones_b))
+    h_ab, h_a, h_b = (sample.scaled(ones_a, ones_b), sample.scaled(ones_a, sample.sfb),
+                      sample.scaled(sample.sfa, ones_b))
+    scored("scales_ignored", "the block scales ignored (all taken as 1)", h_ab)
+    scored("sfa_ignored", "SFA ignored (taken as 1)", h_a)
+    scored("sfb_ignored", "SFB ignored (taken as 1)", h_b)
+    partial("scales_ignored", "the block scales ignored (taken as 1)", h_a, h_b, h_ab)
     if m == n:
         scored("scales_exchanged", "SFA and SFB exchanged (A scaled by SFB, B by SFA)",
                sample.scaled(sample.sfb, sample.sfa))
-    swapped = unpack_codes(as_bytes(a)[:, :, batch][rows.to(a.device)]).to(sample.device)
-    swapped = swapped.reshape(len(rows), -1, 2).flip(-1).reshape(len(rows), -1)
+    swap_a = sample.a_codes.reshape(len(rows), -1, 2).flip(-1).reshape(len(rows), -1)
+    swap_b = sample.b_codes.reshape(len(cols), -1, 2).flip(-1).reshape(len(cols), -1)
+    h_a = sample.scaled(sample.sfa, sample.sfb, sample._blocks(swap_a, sample.b_codes))
     scored("nibble_swap", "the two fp4 values of each byte swapped in ONE operand (high nibble taken as "
-           "element 0; a GEMM cannot tell A from B, and a swap in both would be invisible)",
-           sample.scaled(sample.sfa, sample.sfb, sample._blocks(swapped, sample.b_codes)))
+           "element 0; a GEMM cannot tell A from B, and a swap in both would be invisible)", h_a)
+    partial("nibble_swap", "the two fp4 values of each byte swapped (high nibble taken as element 0)", h_a,
+            sample.scaled(sample.sfa, sample.sfb, sample._blocks(sample.a_codes, swap_b)), e.double())
     for kind, (text, _) in LAYOUT_BUGS.items():
         for fill, how in ((float("nan"), ""), (0.0, " (reads past the end of the scale buffer returning zeros, "
                                                      "as a TMA load does)")):
@@ -484,12 +523,46 @@ def gemm_hypotheses(data, output: torch.Tensor, expected: torch.Tensor, rtol: fl
             if fill == 0.0 and not (torch.isnan(wa_nan).any() or torch.isnan(wb_nan).any()):
                 break                   # nothing out of bounds: the zero-fill variant is the same
             wa_nan, wb_nan = (wa, wb) if fill != 0.0 else (wa_nan, wb_nan)
-            scored(f"{kind}", f"{text}, for both SFA and SFB{how}", sample.scaled(wa, wb))
-            scored(f"{kind}_a", f"{text}, for SFA only{how}", sample.scaled(wa, sample.sfb))
-            scored(f"{kind}_b", f"{text}, for SFB only{how}", sample.scaled(sample.sfa, wb))
+            h_ab, h_a, h_b = sample.scaled(wa, wb), sample.scaled(wa, sample.sfb), sample.scaled(sample.sfa, wb)
+            scored(f"{kind}", f"{text}, for both SFA and SFB{how}", h_ab)
+            scored(f"{kind}_a", f"{text}, for SFA only{how}", h_a)
+            scored(f"{kind}_b", f"{text}, for SFB only{how}", h_b)
+            partial(kind, text, h_a, h_b, h_ab, how)
     _k_hypotheses(sample, scored)
     matches.sort(key=lambda x: (-(x.agree * min(1.0, x.known * 4)), -x.explained))
     return matches, notes
+
+
+def _row_flags(yes: torch.Tensor, no: torch.Tensor, sampled: torch.Tensor) -> torch.Tensor:
+    """Per sampled row: did the bug hit it (more of its elements fit the bug than the right result)? Rows
+    where the bug changes nothing (a tie) follow the other rows of their 128-row tile."""
+    yes, no = yes.cpu(), no.cpu()
+    bug, decided = yes > no, yes != no
+    tiles = sampled // ROWS_PER_TILE
+    for t in torch.unique(tiles).tolist():
+        here = tiles == t
+        if bool(decided[here].any()) and bool(bug[here][decided[here]].all()):
+            bug[here] = True
+    return bug.to(sampled.device)
+
+
+def _describe_rows(sampled: torch.Tensor, flags: torch.Tensor, size: int) -> str:
+    """Which rows a partial bug hit, from flags on sampled rows: whole 128-row tiles when every sampled
+    row of a tile agrees, else the sampled rows themselves."""
+    tiles = sampled // ROWS_PER_TILE
+    full = torch.zeros(size, dtype=torch.bool)
+    mixed = False
+    for t in torch.unique(tiles).tolist():
+        f = flags[tiles == t]
+        if bool(f.all()):
+            full[t * ROWS_PER_TILE: (t + 1) * ROWS_PER_TILE] = True
+        elif bool(f.any()):
+            mixed = True
+    if mixed:
+        picked = torch.zeros(size, dtype=torch.bool)
+        picked[sampled[flags]] = True
+        return "the sampled " + (index_pattern(picked, "row") or "rows").removeprefix("only ")
+    return (index_pattern(full, "row") or "no rows").removeprefix("only ")
 
 
 def _k_hypotheses(sample: _Sample, scored):
@@ -574,6 +647,7 @@ LAYOUT_ADVICE = ("the blocked byte for (row r, K-block k) is ((r/128)*(K/64) + k
 
 
 def _advice(key: str) -> str:
+    key = key.removesuffix("_partial")
     base = key[:-2] if key.endswith(("_a", "_b")) and key[:-2] in LAYOUT_BUGS else key
     if base in ADVICE:
         return ADVICE[base]
@@ -644,8 +718,8 @@ def diagnose(data, output, expected, prefilled=None, rtol: float = RTOL, atol: f
 
 
 def _where(an: Anatomy) -> str:
-    rows = None if an.row_pattern in (None, "every row") else an.row_pattern
-    cols = None if an.col_pattern in (None, "every column") else an.col_pattern
+    rows = None if an.row_pattern in (None, "every row") else an.row_pattern.removeprefix("only ")
+    cols = None if an.col_pattern in (None, "every column") else an.col_pattern.removeprefix("only ")
     if rows and cols:
         return f"in {rows}; {cols}"
     if rows or cols:
@@ -661,7 +735,7 @@ def _judge(matches: list[Match], an: Anatomy):
     exact = [m for m in usable if m.agree >= EXACT and m.explained >= 0.99]
     if exact:
         best = exact[0]
-        same = [m.key for m in exact[1:] if m.agree >= best.agree - 1e-9][:3]
+        same = [m.key for m in exact[1:] if m.agree >= best.agree - 1e-9 and m.note != "partial"][:3]
         also = f" (indistinguishable here from: {', '.join(same)})" if same else ""
         oob = "" if best.known >= 0.999 else \
             f" on every element it predicts ({100 * best.known:.0f}%; the rest read scales from outside the buffer)"
@@ -859,6 +933,7 @@ def probe_scale_map(call, operand: str, m, n, k, l, device) -> ProbeResult:
         o = o[:, :seen_blocks] if operand == "A" else o[:seen_blocks, :].T       # [own, seen blocks]
         applied_codes.append(_decode_probe(o / PROBE_SCALE, values))
         applied_ones.append(bool((o == PROBE_SCALE).all()))
+    one_hot_ok, one_hot_line = probe_one_hot(call, operand, m, n, k, l, device)
     row_code, tile_code = applied_codes
     known = (row_code >= 0) & (tile_code >= 0)
     got_row = torch.where(known, (tile_code // j_blocks) * ROWS_PER_TILE + row_code, torch.full_like(row_code, -1))
@@ -869,8 +944,12 @@ def probe_scale_map(call, operand: str, m, n, k, l, device) -> ProbeResult:
     total = right.numel()
     lines = [f"probed {own} rows x {seen_blocks} of {j_blocks} K-blocks" + (" (coded positions wrap: ambiguous)"
                                                                               if wraps else "")]
-    if bool(right.all()):
+    lines.append(one_hot_line)
+    if bool(right.all()) and one_hot_ok:
         return ProbeResult(name, True, f"all {total} (row, K-block) positions received their own scale", lines)
+    if bool(right.all()):
+        return ProbeResult(name, False, f"all {total} (row, K-block) positions received their own scale, but the "
+                           "one-hot probe disagrees (see below)", lines)
     ones_applied = all(applied_ones)
     lines += _map_table(want_row, want_block, got_row, got_block, right)
     matched = []
@@ -896,6 +975,40 @@ def probe_scale_map(call, operand: str, m, n, k, l, device) -> ProbeResult:
         lines.append(f"{int((~known).sum())} positions received a value that is no stored scale (0 = padding or "
                      "zero-filled out-of-bounds read, or the value never reached the product)")
     return ProbeResult(name, False, headline, lines)
+
+
+def probe_one_hot(call, operand: str, m, n, k, l, device) -> tuple[bool | None, str]:
+    """One scale byte set to 2, every other scale and value 1: which output rows/columns did it reach?
+
+    For SFA (row r0, K-block j0) the right answer is row r0, every column, each raised by 16.
+    Returns (as expected, one line); None when the submission failed on it.
+    """
+    j_blocks = k // BLOCK_SIZE
+    own = m if operand == "A" else n
+    r0, j0 = min(33, own - 1), min(5, j_blocks - 1)
+    hot = torch.ones(l, own, j_blocks)
+    hot[:, r0, j0] = 2.0
+    ones_a, ones_b = torch.full((l, m, k), 2, dtype=torch.uint8), torch.full((l, n, k), 2, dtype=torch.uint8)
+    plain_a = hot if operand == "A" else torch.ones(l, m, j_blocks)
+    plain_b = hot if operand == "B" else torch.ones(l, n, j_blocks)
+    try:
+        out = call(gemm_probe_input(ones_a, ones_b, plain_a, plain_b, device))
+    except ProbeFailure as failure:
+        return None, f"one-hot SF{operand} probe: the submission failed: {failure}"
+    o = out[:, :, 0].double().cpu()
+    changed = o != k
+    if operand == "B":
+        changed, o = changed.T, o.T
+    rows = torch.nonzero(changed.any(1)).flatten().tolist()
+    cols = torch.nonzero(changed.any(0)).flatten().tolist()
+    other = "column" if operand == "A" else "row"
+    mine = "row" if operand == "A" else "column"
+    right = rows == [r0] and len(cols) == changed.shape[1] and bool((o[r0] == k + PROBE_SCALE).all())
+    where = ", ".join(str(r) for r in rows[:8]) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
+    reach = "every" if len(cols) == changed.shape[1] else f"{len(cols)} of {changed.shape[1]}"
+    text = (f"one-hot: SF{operand}[{mine} {r0}, K-block {j0}] = 2 (all else 1) changed output {mine}s "
+            f"[{where or 'none'}] in {reach} {other}s; expected {mine} {r0} only, in every {other}, by +16")
+    return right, text
 
 
 def _decode_probe(scale_values: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

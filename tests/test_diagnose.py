@@ -61,6 +61,8 @@ FIRES = [
     ("layout_permuted_contiguous", SQUARE, "permuted_contiguous", ".contiguous()"),
     ("layout_plain_as_blocked", SQUARE, "plain_as_blocked", "plain [MN, K/16] scales read as if"),
     ("layout_blocked_as_plain", SQUARE, "blocked_as_plain", "read as if they were plain"),
+    ("layout_rows_plain_last_tile", dict(m=384, n=256, k=512, l=1, seed=7), "rows_plain_partial",
+     "but only for the last row tile (rows 256-383) of A and the last row tile (rows 128-255) of B"),
     ("last_ktile_missing", SQUARE, "k_missing_384_512", "last K tile missing"),
     ("only_last_ktile", dict(m=128, n=256, k=1024, l=1, seed=4), "only_last_256", "only the last K tile"),
     ("transposed", SQUARE, "transposed", "transposed"),
@@ -91,6 +93,19 @@ def test_layout_bugs_on_one_operand_name_that_operand():
     found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**SQUARE))
     assert found.hypothesis == "rows_plain_a", found.summary
     assert "for SFA only" in found.summary
+
+
+def test_a_nibble_swap_in_part_of_one_operand_names_the_rows():
+    args = dict(m=384, n=256, k=512, l=1, seed=8)
+    data = reference.generate_input(**args)
+    a, b, sfa, sfb, pa, pb, c = clone_data(data)
+    raw = a.view(torch.uint8)
+    raw[256:] = (raw[256:] >> 4) | (raw[256:] << 4)       # the last row tile of A swapped, as a tail path might
+    out = reference.ref_kernel((a, b, sfa, sfb, pa, pb, c))
+    found = D.explain_failure(reference, data, out, lambda: reference.generate_input(**args))
+    assert found.hypothesis == "nibble_swap_partial", found.summary
+    assert "but only for the last row tile (rows 256-383) of A" in found.summary
+    assert "in the last row tile (rows 256-383)" in " ".join(found.evidence) or "rows 256-383" in " ".join(found.evidence)
 
 
 # ---- honest submissions stay quiet --------------------------------------------------------------------
@@ -224,6 +239,10 @@ def test_scale_map_probe_shows_the_applied_mapping_and_names_the_layout_bug():
         p = results[operand]
         assert not p.ok and "32-row and 4-row-group roles swapped" in p.headline
         assert any("(1, 0)" in line and "(32, 0)" in line and "WRONG" in line for line in p.lines)
+        assert any("= 2 (all else 1) changed output" in line and "[5]" in line and "33 only" in line
+                   for line in p.lines), p.lines
+    honest = probes("honest_blocked")["SFA map"]
+    assert any("changed output rows [33] in every columns" in line for line in honest.lines), honest.lines
 
 
 def test_nibble_probe_and_ignored_scales_probe():
