@@ -135,6 +135,33 @@ def drop_privileges() -> str:
     return "capabilities dropped" if not _has_capabilities() else "failed: capabilities remain"
 
 
+def harden_blockers(submission: str) -> list[str]:
+    """Places a root worker without capabilities could no longer use (it keeps uid 0, but loses the right to
+    write where another user owns the folder): the submission, JIT and temp folders. Checked in the parent."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return []
+    import tempfile
+    home = os.path.expanduser("~")
+    places = [(os.path.dirname(os.path.abspath(submission)), os.R_OK),
+              (os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(home, ".cache", "torch_extensions"), os.W_OK),
+              (os.environ.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton"), os.W_OK),
+              (tempfile.gettempdir(), os.W_OK)]
+    blockers = []
+    for path, need in places:
+        while path and not os.path.exists(path):
+            path = os.path.dirname(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        bits = (0o400, 0o040, 0o004) if need == os.R_OK else (0o200, 0o020, 0o002)
+        ok = (st.st_uid == 0 and st.st_mode & bits[0]) or (st.st_gid == 0 and st.st_mode & bits[1]) or \
+            st.st_mode & bits[2]
+        if not ok:
+            blockers.append(f"{path} (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o})")
+    return blockers
+
+
 def _has_capabilities() -> bool:
     try:
         with open("/proc/self/status") as status:

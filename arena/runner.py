@@ -29,6 +29,10 @@ class Worker:
         # Drop the worker's capabilities (arena/integrity.py) unless told not to, or profiled by ncu.
         self.harden = os.environ.get(integrity.NO_HARDEN_ENV) != "1" and not os.environ.get("POPCORN_NCU")
         self.hardening = "not started"
+        blockers = integrity.harden_blockers(submission) if self.harden else []
+        if blockers:        # a root worker without capabilities could not use these: keep them, and say so
+            self.harden = False
+            self.hardening_note = f"off: a worker without capabilities could not use {', '.join(blockers)}"
 
     def start(self):
         context = multiprocessing.get_context("spawn")
@@ -44,7 +48,7 @@ class Worker:
         if "error" in reply:
             self.stop()
             raise WorkerFailure(reply["error"], replace=True, traceback=reply.get("traceback", ""))
-        self.hardening = reply.get("hardening", "off")
+        self.hardening = getattr(self, "hardening_note", None) or reply.get("hardening", "off")
 
     def _probe_ipc(self) -> bool:
         """Before the submission is imported, a hardened worker must still run CUDA and share tensors both

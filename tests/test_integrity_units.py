@@ -220,3 +220,16 @@ def test_replies_carry_tensors_but_no_code():
 class _Evil:
     def __reduce__(self):
         return (os.system, ("true",))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root-only rule")
+def test_no_capability_drop_where_the_worker_would_lose_its_jit_folder(tmp_path, monkeypatch):
+    submission = os.path.join(ROOT, "submissions", "torch_reference.py")
+    assert integrity.harden_blockers(submission) == [] or "TORCH_EXTENSIONS_DIR" in os.environ
+    folder = tmp_path / "someone_else"
+    folder.mkdir()
+    os.chown(folder, 4321, 4321)
+    folder.chmod(0o700)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(folder / "ext"))
+    blockers = integrity.harden_blockers(submission)
+    assert blockers == [f"{folder} (owner uid 4321, mode 700)"]
