@@ -90,7 +90,7 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     info["static_warnings"] = [f.as_dict() for f in static]
     if popcorn_fd is not None:
         report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
-        report.echo_integrity(results, static)           # stderr: the protocol lines stay exactly official
+        report.echo_integrity(results, static, info.get("integrity"))   # stderr: protocol lines stay official
     else:
         from rich.console import Console
         console = Console()

@@ -191,9 +191,12 @@ def _lines(numbers: list) -> str:
     return ", ".join(str(n) for n in numbers[:5]) + (" ..." if len(numbers) > 5 else "")
 
 
-def echo_integrity(results: list[CaseResult], static: list):
+def echo_integrity(results: list[CaseResult], static: list, isolation: dict | None = None):
     """With POPCORN_FD the result lines must stay exactly official: integrity flags go to stderr."""
     import sys
+    if isolation:
+        parent = ", ".join(isolation.get("parent") or []) or "no parent hardening"
+        print(f"isolation: worker {isolation.get('worker')}; {parent}", file=sys.stderr)
     for r in results:
         for warning in r.warnings:
             print(f"warning: case {r.index}: {warning}", file=sys.stderr)
