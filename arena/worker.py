@@ -208,7 +208,8 @@ def main(conn, submission: str, task_folder: str, device: str, harden: bool = Fa
     if harden and device == "cuda":       # before any submission code: can we still run CUDA and share?
         probe = conn.recv()
         try:
-            conn.send({"outputs": [probe["data"] + 1]})
+            probe["answer"] = probe["data"] + 1        # kept alive while the parent may still read it
+            conn.send({"outputs": [probe["answer"]]})
         except BaseException as error:
             conn.send({"error": _first_line(error)})
             return
