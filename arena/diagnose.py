@@ -94,7 +94,8 @@ def index_pattern(bad: torch.Tensor, what: str, tile: int = TILE) -> str | None:
         residues = sorted(set((i[bad] % period).tolist()))
         if len(residues) <= max(1, period // 8) and torch.equal(bad, torch.isin(i % period, torch.tensor(residues))):
             which = ", ".join(str(r) for r in residues)
-            return f"only every {period}th {what} ({what} % {period} == {which})"
+            nth = {2: "2nd", 32: "32nd"}.get(period, f"{period}th")
+            return f"only every {nth} {what} ({what} % {period} == {which})"
     if n >= 2 * tile and tile % 32 == 0:
         groups = sorted(set(((i[bad] % tile) // 32).tolist()))
         if len(groups) < tile // 32 and torch.equal(bad, torch.isin((i % tile) // 32, torch.tensor(groups))):
@@ -704,15 +705,21 @@ def diagnose(data, output, expected, prefilled=None, rtol: float = RTOL, atol: f
             precision, lines = low_precision_check(data, output, expected, rtol, atol)
             evidence += lines
             if precision:
+                article = "an" if precision == "fp16" else "a"
                 return Diagnosis(f"The errors are small (max abs {_fmt(an.max_abs)}) and spread over the whole output, "
-                                 f"the size a {precision} accumulator gives: accumulate in fp32 and round to fp16 once.",
+                                 f"the size {article} {precision} accumulator gives: accumulate in fp32 and round to "
+                                 "fp16 once.",
                                  evidence, f"low_precision_{precision}")
-    if an.nan or an.posinf or an.neginf:
+    if an.nan + an.posinf + an.neginf > an.expected_nonfinite:
         where = _where(an)
         return Diagnosis(f"The output holds {an.nan} NaN and {an.posinf + an.neginf} Inf values ({where}), which the "
                          "reference does not: usually a scale or operand read outside its buffer or from "
                          "uninitialised shared/tensor memory.", evidence, "nonfinite")
     where = _where(an)
+    if not (hypotheses and is_gemm_contract(data, output)):
+        evidence.append("(bug hypotheses and probes exist for the nvfp4_gemm contract only)")
+        return Diagnosis(f"{an.mismatches} of {an.elements} elements are wrong ({where}; max abs error "
+                         f"{_fmt(an.max_abs)}).", evidence, None)
     return Diagnosis(f"{an.mismatches} of {an.elements} elements are wrong ({where}; max abs error "
                      f"{_fmt(an.max_abs)}); no classic bug explains it.", evidence, None)
 
@@ -744,8 +751,8 @@ def _judge(matches: list[Match], an: Anatomy):
     partial = [m for m in usable if m.explained >= 0.98 and m.wrong_known >= 64]
     if partial:
         best = max(partial, key=lambda m: (m.explained, m.agree))
-        return (f"The wrong elements ({_where(an)}) are exactly what {best.text} gives, and the rest is right: "
-                f"the bug hits only part of the output. Fix: {_advice(best.key)}", best.key, [best])
+        return (f"The wrong elements ({_where(an)}) are exactly what a kernel with {best.text} produces, and the "
+                f"rest is right: the bug hits only part of the output. Fix: {_advice(best.key)}", best.key, [best])
     near = [m for m in usable if m.agree >= NEAR and m.explained >= NEAR]
     if near:
         best = near[0]
