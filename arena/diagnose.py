@@ -312,13 +312,13 @@ def _blocked_offsets(mn: int, sk: int, device, kind: str = "correct") -> torch.T
 def _gather(buffer: torch.Tensor, offsets: torch.Tensor, dtype, fill: float = float("nan")) -> torch.Tensor:
     """buffer[offsets] as values; `fill` where the offset falls outside the buffer (NaN: unknown memory)."""
     inside = (offsets >= 0) & (offsets < buffer.numel())
-    values = decode_e4m3(buffer.reshape(-1).view(torch.uint8)[offsets.clamp(0, buffer.numel() - 1)], dtype)
+    values = decode_e4m3(buffer.view(torch.uint8).reshape(-1)[offsets.clamp(0, buffer.numel() - 1)], dtype)
     return torch.where(inside, values, torch.full_like(values, fill))
 
 
 def _batch_blocked_bytes(perm: torch.Tensor, batch: int) -> torch.Tensor:
     """One batch's blocked bytes in memory order (uint8), from the permuted 6-D view."""
-    return perm.permute(5, 2, 4, 0, 1, 3)[batch].reshape(-1).view(torch.uint8)
+    return perm.view(torch.uint8).permute(5, 2, 4, 0, 1, 3)[batch].reshape(-1)
 
 
 def misread_scales(kind: str, plain: torch.Tensor, perm: torch.Tensor, batch: int, dtype=torch.float64,
@@ -329,9 +329,9 @@ def misread_scales(kind: str, plain: torch.Tensor, perm: torch.Tensor, batch: in
     offsets = _blocked_offsets(mn, sk, plain.device, kind)
     if kind == "permuted_contiguous":
         batch_bytes = ceil_div(mn, ROWS_PER_TILE) * ceil_div(sk, COLS_PER_TILE) * TILE_BYTES
-        return _gather(perm.contiguous().reshape(-1).view(torch.uint8), offsets + batch * batch_bytes, dtype, fill)
+        return _gather(perm.view(torch.uint8).contiguous().reshape(-1), offsets + batch * batch_bytes, dtype, fill)
     if kind == "plain_as_blocked":
-        return _gather(plain[:, :, batch].contiguous().reshape(-1).view(torch.uint8), offsets, dtype, fill)
+        return _gather(plain.view(torch.uint8)[:, :, batch].contiguous().reshape(-1), offsets, dtype, fill)
     return _gather(_batch_blocked_bytes(perm, batch), offsets, dtype, fill)
 
 
@@ -363,8 +363,8 @@ class _Sample:
         self.j = self.k // BLOCK_SIZE
         self.a_codes = unpack_codes(as_bytes(a)[:, :, batch][rows.to(a.device)]).to(self.device)
         self.b_codes = unpack_codes(as_bytes(b)[:, :, batch][cols.to(b.device)]).to(self.device)
-        self.sfa = decode_e4m3(sfa[:, :, batch].contiguous().view(torch.uint8), self.dtype).to(self.device)
-        self.sfb = decode_e4m3(sfb[:, :, batch].contiguous().view(torch.uint8), self.dtype).to(self.device)
+        self.sfa = decode_e4m3(sfa.view(torch.uint8)[:, :, batch].contiguous(), self.dtype).to(self.device)
+        self.sfb = decode_e4m3(sfb.view(torch.uint8)[:, :, batch].contiguous(), self.dtype).to(self.device)
         self.blocks = self._blocks(self.a_codes, self.b_codes)
 
     def _values(self, codes):
@@ -827,13 +827,14 @@ def gemm_probe_input(a_codes, b_codes, sfa_values, sfb_values, device, pad_a: fl
     """The competition's 7-tuple from codes [L, MN, K] (uint8 0..15) and scale values [L, MN, K/16]
     (float32 holding exact e4m3 values): official dtypes and strides, permuted scales through to_permuted
     with `pad_*` in the padding, and a random pre-filled c."""
-    def fp4(codes):
+    def fp4(codes):             # bytes moved as uint8, viewed as fp4 on the device (official strides)
         pairs = codes.to(torch.uint8).reshape(*codes.shape[:-1], -1, 2)
         raw = (pairs[..., 0] | (pairs[..., 1] << 4)).contiguous()
-        return raw.permute(1, 2, 0).view(torch.float4_e2m1fn_x2).to(device)
+        return raw.to(device).permute(1, 2, 0).view(torch.float4_e2m1fn_x2)
 
     def scales(values, pad):
-        plain = values.to(torch.float8_e4m3fn).contiguous().permute(1, 2, 0).to(device)
+        raw = values.to(torch.float8_e4m3fn).contiguous().view(torch.uint8).to(device)
+        plain = raw.view(torch.float8_e4m3fn).permute(1, 2, 0)
         mn, sk, l = plain.shape
         padding = torch.full((l, ceil_div(mn, ROWS_PER_TILE), ceil_div(sk, COLS_PER_TILE), 32, 4, 4), pad,
                              device=device).to(torch.float8_e4m3fn)
@@ -844,7 +845,7 @@ def gemm_probe_input(a_codes, b_codes, sfa_values, sfb_values, device, pad_a: fl
     sfa, sfa_perm = scales(sfa_values, pad_a)
     sfb, sfb_perm = scales(sfb_values, pad_b)
     generator = torch.Generator().manual_seed(seed)
-    c = torch.randn((l, m, n), generator=generator).to(torch.float16).permute(1, 2, 0).to(device)
+    c = torch.randn((l, m, n), generator=generator).to(torch.float16).to(device).permute(1, 2, 0)
     return fp4(a_codes), fp4(b_codes), sfa, sfb, sfa_perm, sfb_perm, c
 
 
@@ -965,7 +966,9 @@ def probe_scale_map(call, operand: str, m, n, k, l, device) -> ProbeResult:
             ok = True
             for data, got in zip(plain_sets, applied_codes):
                 plain, perm = (data[2], data[4]) if operand == "A" else (data[3], data[5])
-                predicted = misread_scales(kind, plain.cpu(), perm.cpu(), 0, torch.float64, fill)[:, :seen_blocks]
+                plain8, perm8 = plain.view(torch.uint8).cpu(), perm.view(torch.uint8).cpu()
+                predicted = misread_scales(kind, plain8.view(torch.float8_e4m3fn), perm8.view(torch.float8_e4m3fn),
+                                           0, torch.float64, fill)[:, :seen_blocks]
                 predicted_code = _decode_probe(predicted, values)
                 if not torch.equal(predicted_code, got):
                     ok = False
