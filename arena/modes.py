@@ -19,7 +19,7 @@ from arena.runner import Worker, WorkerFailure
 from arena.specs import Case
 
 SEED_STRIDE = 42          # per-call seeds: case seed + 42*i, as the competition's batched evaluator
-WALL_CALLS = 3            # sync-to-sync calls per case, to compare with event time (side-stream check)
+WALL_CALLS = 5            # sync-to-sync calls per case, to compare with event time (side-stream check)
 
 
 @dataclass

@@ -50,7 +50,7 @@ CHECKS = [
     Check("honest control: fresh output tensor", exploit("honest_fresh_output"), "leaderboard", SMALL,
           clean=True, serial=True),
     Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
-          warning="below the B200 speed of light", serial=True),
+          warning="escapes the timed stream", serial=True),
     Check("super-batch (one call computes the batch)", exploit("super_batch"), "leaderboard", BENCH_SMALL,
           warning="super-batch", serial=True),
     Check("late write from a thread on a side stream", exploit("gpu_late_write_stream"), "leaderboard", SMALL,
