@@ -80,10 +80,12 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     if mode == "diagnose":      # probes for people: no POPCORN protocol; one small default case unless chosen
         if popcorn_fd is not None:
             fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
-        if not specfile and not only:
+        if not specfile and not only and task.name == "nvfp4_gemm":
             from arena.diagnose import DEFAULT_PROBE_CASE
             from arena.specs import Case, format_spec
             indexed = [(0, Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE)))]
+        elif not specfile and not only:
+            indexed = indexed[:1]         # other tasks: their first test case
     from arena import report, static_checks
     static = static_checks.scan(submission)
     results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd)

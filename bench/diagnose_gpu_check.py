@@ -63,6 +63,7 @@ DIAGNOSE_ROWS = [
     ("submissions/torch_reference.py", "5 of 5 probes passed"),
     ("tests/broken/layout_rows_plain.py", "the mapping is exactly that of the 32-row and 4-row-group roles swapped"),
     ("tests/broken/nibble_swap_a.py", "exactly one operand takes the HIGH nibble"),
+    ("tests/broken/gemv_row_stripe.py", "in every 32nd row (row % 32 == 0)"),      # runs with --task nvfp4_gemv
 ]
 
 
@@ -92,7 +93,8 @@ def run_test_row(submission: str, spec: str, expected: str, timeout: float) -> t
 
 def run_diagnose_row(submission: str, expected: str, timeout: float) -> tuple[bool, str, float]:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "eval.py", "diagnose", "--submission", submission], cwd=ROOT,
+    task = ["--task", "tasks/nvfp4_gemv"] if "gemv" in submission else []
+    proc = subprocess.run([sys.executable, "eval.py", "diagnose", "--submission", submission, *task], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "400"})
     seconds = time.perf_counter() - started
     text = " ".join(proc.stdout.split())

@@ -323,3 +323,12 @@ def test_diagnose_mode_passes_an_honest_submission_and_refuses_popcorn():
     code, _, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"),
                                  popcorn=True)
     assert code == 2 and "no POPCORN_FD protocol" in stderr
+
+
+def test_diagnose_mode_on_another_task_gives_the_anatomy_only():
+    code, stdout, stderr, _ = eval_py("diagnose", "--task", os.path.join(ROOT, "tasks", "nvfp4_gemv"),
+                                      "--submission", os.path.join(BROKEN, "gemv_row_stripe.py"))
+    assert code == 112, stderr + stdout
+    text = " ".join(stdout.split())
+    assert "structured probes exist for the nvfp4_gemm contract only" in text
+    assert "diagnosis: 4 of 128 elements are wrong (in every 32nd row (row % 32 == 0); max abs error 8)." in text
