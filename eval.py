@@ -40,7 +40,7 @@ def fail_setup(message: str, code: int):
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
               help="compile mode: the target(s) to build for (default both).")
 def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs):
-    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile or compile."""
+    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile, compile or diagnose."""
     if mode == "compile":
         sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a")))
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
