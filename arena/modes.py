@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import checking, integrity, timing
+from arena import integrity, timing
 from arena.runner import Worker, WorkerFailure
 from arena.specs import Case
 

@@ -26,8 +26,8 @@ def spec_file(text: str) -> str:
 
 
 def run_eval(*args, popcorn=False, env=None, timeout=300, cwd=ROOT) -> Run:
-    environment = {**os.environ, **(env or {})}
-    environment.pop("POPCORN_FD", None)
+    environment = {k: v for k, v in os.environ.items() if k not in ("POPCORN_FD", "POPCORN_SEED")}
+    environment.update(env or {})
     pass_fds, read_end = (), None
     if popcorn:
         read_end, write_end = os.pipe()

@@ -6,7 +6,6 @@ subprocess check that the diagnosis reaches the human and JSON reports and never
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -23,6 +22,7 @@ import reference  # noqa: E402
 from arena import diagnose as D  # noqa: E402
 from arena.layouts import to_permuted  # noqa: E402
 from arena.modes import clone_data  # noqa: E402
+from tests.evalrun import run_eval
 
 SQUARE = dict(m=256, n=256, k=512, l=1, seed=3)
 
@@ -256,21 +256,8 @@ def test_nibble_probe_and_ignored_scales_probe():
 # ---- end to end: eval.py as a real subprocess ---------------------------------------------------------
 
 def eval_py(*args, popcorn=False):
-    env = {k: v for k, v in os.environ.items() if k not in ("POPCORN_FD", "POPCORN_SEED")}
-    pass_fds, read_end = (), None
-    if popcorn:
-        read_end, write_end = os.pipe()
-        env["POPCORN_FD"] = str(write_end)
-        pass_fds = (write_end,)
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), *args], cwd=ROOT, env=env,
-                            pass_fds=pass_fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    raw = ""
-    if popcorn:
-        os.close(write_end)
-        with os.fdopen(read_end) as pipe:
-            raw = pipe.read()
-    stdout, stderr = proc.communicate(timeout=300)
-    return proc.returncode, stdout, stderr, raw
+    run = run_eval(*args, popcorn=popcorn)
+    return run.code, run.stdout, run.stderr, run.raw
 
 
 @pytest.fixture(scope="module")
