@@ -94,20 +94,21 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
         report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
         report.echo_integrity(results, static, info.get("integrity"))   # stderr: protocol lines stay official
     else:
-        from rich.console import Console
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=140)      # logs and pipes: don't wrap the tables at 80 columns
-        report.render(console, mode, results, info, reports)
+        report.render(_console(), mode, results, info, reports)
     if json_path:
         report.write_json(json_path, mode, task.name, submission, results, info, reports)
     sys.exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAILED)
 
 
+def _console():
+    from rich.console import Console
+    console = Console()
+    return console if console.is_terminal else Console(width=140)   # logs and pipes: no wrapping at 80 columns
+
+
 def compile_mode(submission, archs) -> int:
     """Build the submission's CUDA sources with nvcc (no GPU needed); fail on a build error, a missing
     tensor-core instruction or any register spill."""
-    from rich.console import Console
     from arena.compile import CompileError, compile_submission, render
 
     if not os.path.isfile(submission):
@@ -118,7 +119,7 @@ def compile_mode(submission, archs) -> int:
             builds += compile_submission(submission, arch)
         except CompileError as error:
             problems.append(str(error))
-    console = Console() if Console().is_terminal else Console(width=140)
+    console = _console()
     if builds:
         render(console, builds)
     problems += [p for b in builds for p in b.problems()]
