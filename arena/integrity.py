@@ -268,7 +268,7 @@ GUARDED = (
     "arena.timing.l2_flush_buffer", "arena.timing.clear_l2_cache", "arena.timing._cycles_per_us",
     "arena.worker.Session", "arena.worker.Session.run", "arena.worker.Session.time",
     "arena.worker.Session.profile", "arena.worker.Session._sync", "arena.worker._first_line",
-    "arena.worker.mark_input_aliases", "arena.worker._foreign_threads",
+    "arena.worker.mark_input_aliases", "arena.worker._foreign_threads", "arena.nested.map_leaves",
     "arena.integrity.time_calls_drain", "arena.integrity.find_violations",
     "multiprocessing.connection.Connection", "multiprocessing.connection.Connection.send",
     "multiprocessing.connection.Connection._send_bytes", "multiprocessing.connection.Connection.recv",
@@ -437,15 +437,8 @@ def _bits(t):
 def snapshot(output):
     """A private copy of every tensor of an output, taken the moment it arrives."""
     import torch
-    if isinstance(output, torch.Tensor):
-        return output.detach().clone()
-    if isinstance(output, tuple):
-        return tuple(snapshot(x) for x in output)
-    if isinstance(output, list):
-        return [snapshot(x) for x in output]
-    if isinstance(output, dict):
-        return {k: snapshot(v) for k, v in output.items()}
-    return output
+    from arena.nested import map_leaves
+    return map_leaves(output, lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x)
 
 
 def same_bits(a, b) -> bool:

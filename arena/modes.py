@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from arena import integrity, timing
+from arena.nested import map_leaves
 from arena.runner import Worker, WorkerFailure
 from arena.specs import Case
 
@@ -54,15 +55,7 @@ class CaseResult:
 
 def clone_data(data):
     """Deep copy of the tensors in nested tuples/lists/dicts (what the submission gets)."""
-    if isinstance(data, tuple):
-        return tuple(clone_data(x) for x in data)
-    if isinstance(data, list):
-        return [clone_data(x) for x in data]
-    if isinstance(data, dict):
-        return {k: clone_data(v) for k, v in data.items()}
-    if isinstance(data, torch.Tensor):
-        return data.clone()
-    return data
+    return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
 
 
 def data_bytes(data) -> int:

@@ -11,6 +11,8 @@ import time
 import traceback
 from pathlib import Path
 
+from arena.nested import map_leaves
+
 SPIN_FLOOR_US = 20.0
 SPIN_CAP_US = 5000.0
 
@@ -167,28 +169,18 @@ def mark_input_aliases(outputs, request: dict):
                 if t.untyped_storage().nbytes()}
 
     def mark(value):
-        if isinstance(value, torch.Tensor):
-            path = storages.get(value.untyped_storage().data_ptr()) if value.untyped_storage().nbytes() else None
-            if path is None:
-                return value
-            return InputAlias(path, value.dtype, tuple(value.shape), value.stride(), value.storage_offset())
-        if isinstance(value, tuple):
-            return tuple(mark(v) for v in value)
-        if isinstance(value, list):
-            return [mark(v) for v in value]
-        return value
-    return mark(outputs)
+        if not isinstance(value, torch.Tensor) or not value.untyped_storage().nbytes():
+            return value
+        path = storages.get(value.untyped_storage().data_ptr())
+        if path is None:
+            return value
+        return InputAlias(path, value.dtype, tuple(value.shape), value.stride(), value.storage_offset())
+    return map_leaves(outputs, mark)
 
 
 def resolve_input_aliases(value, args: dict):
     """The parent's side of `mark_input_aliases`."""
-    if isinstance(value, InputAlias):
-        return value.resolve(args)
-    if isinstance(value, tuple):
-        return tuple(resolve_input_aliases(v, args) for v in value)
-    if isinstance(value, list):
-        return [resolve_input_aliases(v, args) for v in value]
-    return value
+    return map_leaves(value, lambda x: x.resolve(args) if isinstance(x, InputAlias) else x)
 
 
 def _foreign_threads(threading) -> int:

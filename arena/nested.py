@@ -1,0 +1,12 @@
+"""Walking the nested tuples, lists and dicts that tasks pass around (inputs, outputs, requests)."""
+
+
+def map_leaves(value, fn):
+    """The same nesting of tuples, lists and dicts, with `fn` applied to every other value."""
+    if isinstance(value, tuple):
+        return tuple(map_leaves(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_leaves(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_leaves(v, fn) for k, v in value.items()}
+    return fn(value)
