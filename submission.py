@@ -121,6 +121,12 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(bar)) : "memory");
 }
+// arrive only where pred holds, without a branch (a branch between RS wgmmas and their wait makes ptxas
+// serialize them, warning C7513)
+__device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
+               :: "r"(smem_u32(bar)), "r"((uint32_t)pred) : "memory");
+}
 // wait until the phase with parity `parity` has completed
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
@@ -211,7 +217,8 @@ CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
 #ifndef NVFP4_PROFILE_MODE
 #define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
-                               // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores
+                               // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
+                               // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
 #endif
 namespace nvfp4 {
 namespace sm90 {
@@ -233,7 +240,7 @@ struct Cfg {
   static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
   static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
   static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
-  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 72, CONSUMER_REGS = 208;  // setmaxnreg (MB == 2)
+  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
   static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
   static constexpr int RAW_A = B_ROWS * BK_BYTES;
   static constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;      // 2 x 1024: B scale tiles of two 128-row blocks
@@ -411,10 +418,13 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     fence_mbar_init();
   }
   __syncthreads();
+#if NVFP4_PROFILE_MODE & 16
+  return;
+#endif
 
   if (warp < 4) {
     // ------------------------------------------------------------------ transform: A tile -> fp16 smem
-    if (MB == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
     NVFP4_ITER_RANGE
     const int r = tid;  // row of the A tile
     for (long long it = it_begin; it < it_end; ++it) {
@@ -472,7 +482,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     }
   } else if (warp < PRODUCER_WARP) {
     // ------------------------------------------------------------------ consumers: decode B + wgmma
-    if (MB == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
     NVFP4_ITER_RANGE
     const int cw = (warp >> 2) - 1;            // consumer warpgroup: B rows 64*MB*cw .. of the tile
     const int ct = tid - 128 * (cw + 1);       // thread in warpgroup
@@ -481,6 +491,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     const int rw = 64 * MB * cw + 16 * wq + g; // row of block 0, half 0; block b half h: rw + 64*b + 8*h
     const uint32_t epi = sbase + OFF_EPI + cw * EPI_BYTES;
     float acc[MB][64];
+    // Two fragment buffers of 4 k16 steps each. Groups of 4 wgmmas alternate between them, so the decode
+    // of the next group runs while the previous one is on the tensor cores; wait_group<1> before a decode
+    // guarantees the group that last read that buffer has finished (RS wgmma reads registers late).
+    uint32_t frag[2][4][4];
+    int act_pending = -1;   // act stage whose last wgmma group may still be running
 
     long long it = it_begin;
     while (it < it_end) {
@@ -500,55 +515,67 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
         const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
         const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
+        const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
+
 #pragma unroll
         for (int b = 0; b < MB; ++b) {
-          const int r0 = rw + 64 * b, r1 = r0 + 8;
-          const uint4 x0 = lds128(st + RAW_B + r0 * 64 + t * 16);
-          const uint4 x1 = lds128(st + RAW_B + r1 * 64 + t * 16);
-          const uint32_t sb0 = lds16(st + RAW_SB + (r0 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
-                                     sf_inblock_offset(r0 & 127, 2 * (t & 1)));
-          const uint32_t sb1 = lds16(st + RAW_SB + (r1 >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
-                                     sf_inblock_offset(r1 & 127, 2 * (t & 1)));
-          if (b == MB - 1) {
+          // this thread's fp4 words of rows rw + 64b and rw + 64b + 8, and their scales
+          uint4 x[2];
+          uint32_t sb[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = rw + 64 * b + 8 * h;
+            x[h] = lds128(st + RAW_B + r * 64 + t * 16);
+            sb[h] = lds16(st + RAW_SB + (r >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
+                          sf_inblock_offset(r & 127, 2 * (t & 1)));
+          }
+          if (b == MB - 1) {   // everything of the raw stage is in registers
             __syncwarp();
-            if (lane == 0) mbar_arrive(&raw_empty[s]);
+            mbar_arrive_if(&raw_empty[s], lane == 0);
           }
-          const uint32_t s00 = scale_x2(sb0 & 0xFF), s01 = scale_x2(sb0 >> 8);
-          const uint32_t s10 = scale_x2(sb1 & 0xFF), s11 = scale_x2(sb1 >> 8);
-
-          uint32_t frag[8][4];
 #pragma unroll
-          for (int ks = 0; ks < 8; ++ks) {
-            const int q = ks >> 1;
-            const uint32_t w0 = word(x0, q), w1 = word(x1, q);
-            const uint32_t a0 = (ks >> 2) ? s01 : s00;
-            const uint32_t a1 = (ks >> 2) ? s11 : s10;
+          for (int kh = 0; kh < 2; ++kh) {       // k steps 4kh..4kh+3 = scale column kh of each row
+            wgmma_wait<1>();                     // the group before the previous one is done: frag[kh] is free
+            keep(frag[kh][0]); keep(frag[kh][1]); keep(frag[kh][2]); keep(frag[kh][3]);
+            if (b == 0 && kh == 1) {             // ...and so is every group of the previous stage
+              __syncwarp();
+              mbar_arrive_if(&act_empty[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+            }
+            const uint32_t a0 = scale_x2((sb[0] >> (8 * kh)) & 0xFF);
+            const uint32_t a1 = scale_x2((sb[1] >> (8 * kh)) & 0xFF);
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+              const int q = 2 * kh + (kk >> 1);
+              const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
 #if NVFP4_PROFILE_MODE & 2
-            frag[ks][0] = w0 ^ a0; frag[ks][1] = w1 ^ a1; frag[ks][2] = w0 ^ ks; frag[ks][3] = w1 ^ ks;
+              frag[kh][kk][0] = w0 ^ a0; frag[kh][kk][1] = w1 ^ a1; frag[kh][kk][2] = w0 ^ kk; frag[kh][kk][3] = w1 ^ kk;
 #else
-            if ((ks & 1) == 0) decode_step<0>(frag[ks], w0, w1, a0, a1);
-            else decode_step<2>(frag[ks], w0, w1, a0, a1);
+              if ((kk & 1) == 0) decode_step<0>(frag[kh][kk], w0, w1, a0, a1);
+              else decode_step<2>(frag[kh][kk], w0, w1, a0, a1);
 #endif
-          }
-          if (b == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
-          wgmma_fence();
+            }
+            if (b == 0 && kh == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
+            wgmma_fence();
 #if !(NVFP4_PROFILE_MODE & 4)
-          const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
 #pragma unroll
-          for (int ks = 0; ks < 8; ++ks)
-            wgmma_m64n128k16_rs(acc[b], frag[ks], dbase + (uint64_t)((((ks >> 2) * ACT_ATOM_BYTES) + (ks & 3) * 32) >> 4));
+            for (int kk = 0; kk < 4; ++kk)
+              wgmma_m64n128k16_rs(acc[b], frag[kh][kk], dbase + (uint64_t)((kh * ACT_ATOM_BYTES + kk * 32) >> 4));
 #endif
-          wgmma_commit();
-          wgmma_wait<0>();
-          keep_acc(acc[b]);
-#pragma unroll
-          for (int ks = 0; ks < 8; ++ks) keep(frag[ks]);
+            wgmma_commit();
+          }
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&act_empty[as]);
+        act_pending = as;
       }
-
+      wgmma_wait<0>();
+#pragma unroll
+      for (int b = 0; b < MB; ++b) keep_acc(acc[b]);
+      __syncwarp();
+      mbar_arrive_if(&act_empty[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+      act_pending = -1;
       // ---------------------------------------------------------------- epilogue of this tile
+#if NVFP4_PROFILE_MODE & 32
+      continue;
+#endif
       int l, nt, mt;
       sch.decode(tile, l, nt, mt);
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
@@ -627,7 +654,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies
-    if (MB == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
     if (warp == PRODUCER_WARP && lane == 0) {
       NVFP4_ITER_RANGE
       prefetch_tensormap(&map_a);

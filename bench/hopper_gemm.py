@@ -201,7 +201,8 @@ def main():
     ap.add_argument("--no-checks", action="store_true")
     ap.add_argument("--mb-sweep", action="store_true", help="also check and time both B tile heights (128/256 rows)")
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
-                    "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform")
+                    "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform, "
+                    "16 empty kernel (launch cost), 32 no fixup/epilogue; MODE:MB forces the B tile height")
     args = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)
@@ -240,7 +241,8 @@ def main():
     if args.probes:
         specs = args.probes.split(",")   # MODE or MODE:MB
         names = {0: "full", 1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
-                 12: "no wgmma+tr", 11: "no dec+tr"}
+                 12: "no wgmma+tr", 11: "no dec+tr", 14: "loads+sync only",
+                 16: "empty kernel", 32: "no fixup/epi", 46: "loads+sync, no epi"}
         for spec in specs:
             mode, mb = (int(spec.split(":")[0]), int(spec.split(":")[1]) if ":" in spec else None)
             what = names.get(mode, f"mode {mode}") + (f" MB={mb}" if mb else "")
