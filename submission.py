@@ -697,6 +697,10 @@ inline int choose_mb(int M, int N, int K, int L, int num_sms) {
   return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
 }
 
+// Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
+// symbol, so a second build of this file loaded in the same process would skip the attribute for its kernel.
+static bool g_smem_attr_done[3] = {false, false, false};
+
 template <int MBV>
 int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int err_len) {
   constexpr int B_ROWS = Cfg<MBV>::B_ROWS;
@@ -717,14 +721,13 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
     snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
     return 2;
   }
-  static bool attr_done = false;
-  if (!attr_done) {
+  if (!g_smem_attr_done[MBV]) {
     cudaError_t e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (e != cudaSuccess) {
       snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
       return 3;
     }
-    attr_done = true;
+    g_smem_attr_done[MBV] = true;
   }
   gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
   cudaError_t e = cudaGetLastError();

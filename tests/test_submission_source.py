@@ -84,6 +84,13 @@ def test_sm90a_build_has_hgmma_and_no_spills(tmp_path):
     assert frames, log
     for stack, st, ld in frames:
         assert int(st) == 0 and int(ld) == 0, log
+    # C7510-C7515: ptxas serialized the wgmmas (registers rewritten while in flight, too few registers, ...)
+    assert not re.search(r"C751\d", log), "wgmma serialized by ptxas:\n" + log
+    nm = shutil.which("nm")
+    if nm:  # a GNU-unique symbol (static local of a template) is shared by every build loaded in one process
+        syms = subprocess.run([nm, "-C", str(obj)], capture_output=True, text=True, timeout=60).stdout
+        unique = [line for line in syms.splitlines() if re.match(r"^\S*\s+u\s", line)]
+        assert not unique, unique
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, timeout=120).stdout
