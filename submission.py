@@ -23,10 +23,11 @@ Hopper kernel design (one CTA per SM, 512 threads = 4 warpgroups):
     (512-byte blocks of the blocked layout, contiguous) by 1-D bulk copies, into a 4-stage mbarrier ring.
   * warpgroup 0 ("transform"): decodes the A tile (128 rows x 128 k) to fp16 * scale into a 128B-swizzled
     K-major buffer, which wgmma reads as its B operand.
-  * warpgroups 1, 2 (consumers): each decodes 64*MB B rows x 128 k straight into wgmma A fragments, then
-    wgmma.m64n128k16 (fp16 in, fp32 accumulators), one batch of 8 per m64 block, waited before the next
-    decode (registers read by an RS wgmma must not be rewritten while it runs).
-  * B tile height: MB = 2 (256 rows; setmaxnreg gives consumers 208 registers) halves the A-decode work per
+  * warpgroups 1, 2 (consumers): each decodes 64*MB B rows x 128 k straight into wgmma A fragments and
+    issues wgmma.m64n128k16 (fp16 in, fp32 accumulators) in groups of 4; two fragment buffers let the decode
+    of group i+1 run while group i is on the tensor cores (wait_group 1 before reusing a buffer: registers
+    read by an RS wgmma must not be rewritten while it runs).
+  * B tile height: MB = 2 (256 rows; setmaxnreg gives consumers 216 registers) halves the A-decode work per
     MMA; MB = 1 (128 rows) gives twice as many work units, better when an SM would get few k-blocks.
     The launcher picks per shape (MB2_MIN_KBLOCKS_PER_SM).
   * K is permuted consistently on both sides (a GEMM is invariant to that) so that each thread's
