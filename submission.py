@@ -220,6 +220,7 @@ CUDA_SM90 = CUDA_COMMON + r"""
 #define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
                                // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
                                // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
+                               // (with 32, ptxas drops the unused wgmmas: only meaningful with 4)
 #endif
 namespace nvfp4 {
 namespace sm90 {
