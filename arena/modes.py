@@ -92,6 +92,14 @@ class Evaluator:
                           f"values{where})"
         return snaps, problem
 
+    def _run_once(self, data, label: str, result) -> tuple:
+        """One untimed call on a copy of `data`: (the output as it arrived, the first integrity error)."""
+        sent = [clone_data(data)]
+        reply = self._call("run", inputs=sent)
+        self._note_threads(reply, result)
+        (output,), problem = self._audit([label], sent, [data], reply["outputs"], result)
+        return output, problem
+
     def _late_writes(self, result=None) -> bool:
         """Fail every case with an output that changed after it arrived; True if `result` is one."""
         hit = False
@@ -155,10 +163,7 @@ class Evaluator:
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
             data = self.generate(case.args)
-            sent = [clone_data(data)]
-            reply = self._call("run", inputs=sent)
-            self._note_threads(reply, result)
-            (output,), problem = self._audit(["the call"], sent, [data], reply["outputs"], result)
+            output, problem = self._run_once(data, "the call", result)
             if problem:
                 result.error = problem
             else:
@@ -181,10 +186,7 @@ class Evaluator:
         try:
             # Warm-up and the obligatory correctness check, on the case's own seed.
             data = self.generate(case.args)
-            sent = [clone_data(data)]
-            reply = self._call("run", inputs=sent)
-            self._note_threads(reply, result)
-            (output,), problem = self._audit(["the correctness call"], sent, [data], reply["outputs"], result)
+            output, problem = self._run_once(data, "the correctness call", result)
             good, error, details = (False, problem, []) if problem else self._check(data, output)
             if not good and problem:
                 result.error = f"failed the correctness check before timing: {error}"
@@ -193,7 +195,7 @@ class Evaluator:
                 result.error, result.details = f"failed the correctness check before timing: {error}", details
                 self._diagnose(result, data, output, lambda: self.generate(case.args))
                 return result
-            del data, output, sent
+            del data, output
             batch = _batch_size(self.generate(case.args), self.device)
             samples, wall_samples, calls, started = [], [], 0, time.perf_counter()
             extras = {"drain_ns": [], "sync_ns": None, "empty_ns": None}
