@@ -11,6 +11,8 @@ import click
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
+
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
 MODES = ("test", "benchmark", "leaderboard", "profile", "compile", "diagnose")
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
@@ -39,10 +41,15 @@ def fail_setup(message: str, code: int):
 @click.option("--max-time", type=float, default=None, help="Most seconds of timing per benchmark case.")
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
               help="compile mode: the target(s) to build for (default both).")
-def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs):
+@click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
+              help="compile mode: require tensor-core MMA instructions (default: as the task says).")
+@click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation (needed "
+              "to rank when the evaluator is not root; never for untrusted code).")
+def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs,
+         expect, no_sandbox):
     """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile, compile or diagnose."""
     if mode == "compile":
-        sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a")))
+        sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
     from arena.taskdef import TaskError, load_task
 
@@ -58,6 +65,7 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
             cases = parse_spec_text(text)
             if not cases:
                 fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
+            task.check_cases(cases, f"spec file {specfile}")
         else:
             cases = task.cases(case_set or DEFAULT_SET[mode])
     except (SpecError, TaskError) as error:
@@ -88,16 +96,28 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
             indexed = indexed[:1]         # other tasks: their first test case
     from arena import report, static_checks
     static = static_checks.scan(submission)
-    results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd)
+    try:
+        results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
+                                          sandboxed=not no_sandbox)
+    except sandbox.Terminated as stop:
+        click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
+        sys.exit(128 + stop.signum)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted: the submission's processes were ended, nothing was reported", err=True)
+        sys.exit(130)
+    finally:
+        sandbox.write_import_audit()
     info["static_warnings"] = [f.as_dict() for f in static]
+    if info.get("refused"):
+        click.echo(f"error: {info['refused']}", err=True)
     if popcorn_fd is not None:
         report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
-        report.echo_integrity(results, static, info.get("integrity"))   # stderr: protocol lines stay official
+        report.echo_integrity(results, static, info.get("integrity"), info.get("notices"))   # stderr: protocol lines stay official
     else:
         report.render(_console(), mode, results, info, reports)
     if json_path:
         report.write_json(json_path, mode, task.name, submission, results, info, reports)
-    sys.exit(EXIT_OK if all(r.passed for r in results) else EXIT_FAILED)
+    sys.exit(EXIT_OK if all(r.passed for r in results) and not info.get("refused") else EXIT_FAILED)
 
 
 def _console():
@@ -106,52 +126,61 @@ def _console():
     return console if console.is_terminal else Console(width=140)   # logs and pipes: no wrapping at 80 columns
 
 
-def compile_mode(submission, archs) -> int:
-    """Build the submission's CUDA sources with nvcc (no GPU needed); fail on a build error, a missing
-    tensor-core instruction or any register spill."""
-    from arena.compile import CompileError, compile_submission, render
+def compile_mode(submission, archs, expect, task_dir) -> int:
+    """Build the submission's CUDA sources with nvcc (no GPU needed), per arch built / not targeted / failed;
+    fail on a build error, a register spill, or a missing tensor-core instruction where the task (or
+    --expect mma) asks for one."""
+    from arena.compile import CompileError, compile_submission, report
+    from arena.taskdef import TaskError, load_task
 
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
-    builds, problems = [], []
-    for arch in archs:
+    if expect is None:
         try:
-            builds += compile_submission(submission, arch)
-        except CompileError as error:
-            problems.append(str(error))
+            expect = "mma" if load_task(task_dir).expect_mma else "none"
+        except TaskError as error:
+            fail_setup(str(error), EXIT_SPEC)
     console = _console()
-    if builds:
-        render(console, builds)
-    problems += [p for b in builds for p in b.problems()]
-    for problem in dict.fromkeys(problems):      # the same parse error is not repeated per arch
-        console.print(f"[red]✘ {problem}[/red]", markup=True)
-    if not problems:
-        console.print(f"[green]✔ {len(builds)} build(s): tensor-core instructions present, no spills[/green]")
-    return EXIT_OK if not problems else EXIT_FAILED
+    try:
+        builds = compile_submission(submission, archs)
+    except CompileError as error:
+        console.print(f"✘ {error}", style="red", markup=False, highlight=False)
+        return EXIT_FAILED
+    return EXIT_OK if report(console, builds, expect.lower() == "mma") else EXIT_FAILED
 
 
 def _take_secret_seed(cli_seed):
     """The secret seed leaves the environment before any child process exists (and, re-exec'd by
-    arena.integrity.reexec_without_secret, it is not in /proc/<pid>/environ either)."""
-    from arena.integrity import take_handed_seed
-    raw = take_handed_seed()
+    arena.sandbox.reexec_without_secrets, neither POPCORN_SEED nor --seed is in /proc/<pid>/environ or
+    cmdline). POPCORN_SEED wins over --seed, as the runner's own value."""
+    handed = sandbox.take_handed_secrets()
+    raw = handed.get("popcorn")
     if raw is None:
-        return cli_seed
+        if handed.get("cli") is None:
+            return cli_seed
+        try:
+            return int(handed["cli"])
+        except ValueError:
+            fail_setup(f"--seed takes an integer, got {handed['cli']!r}", EXIT_USAGE)
     try:
         return int(raw)
     except ValueError:
         fail_setup(f"POPCORN_SEED must be an integer, got {raw!r}", EXIT_SPEC)
 
 
-def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd):
+def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True):
     import torch
     from arena.modes import CaseResult, Evaluator, Limits
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
-    from arena import integrity, report  # noqa: F401  (imported before the worker exists: it can write files)
-    import rich.console, rich.table  # noqa: F401,E401
-    hardening = integrity.harden_parent()
+    # Everything the parent will ever run is imported (and rendered once) before the worker exists: a
+    # module loaded later could be one the submission rewrote.
+    from arena import diagnose, report  # noqa: F401
+    report.warm_up(mode)
+    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
+        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+    hardening = sandbox.harden_parent(sandboxed)
     if popcorn_fd is not None:
         os.set_inheritable(int(popcorn_fd), False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -164,24 +193,27 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
                     max_wall=max_time or (30.0 if ranked else 10.0) / (1 if device == "cuda" else 5),
                     check_every=ranked)
     reference = task.import_reference()
-    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0))
+    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
+                    sandboxed=sandboxed)
     evaluator = Evaluator(reference, worker, device, limits)
-    results, reports = [], {}
+    results, reports, refused = [], {}, ""
     try:
         import_error = None
         try:
             worker.start()
         except WorkerFailure as failure:
-            import_error = str(failure)
+            import_error = failure
+        if ranked and sandboxed and worker.isolation is not None and worker.isolation.weak:
+            refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
         for index, case in indexed:
             if import_error:
-                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=import_error))
+                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
+                                          details=[import_error.traceback] if import_error.traceback else []))
                 continue
             if mode == "test":
                 results.append(evaluator.test(index, case))
             elif mode == "diagnose":
-                from arena.diagnose import diagnose_case
-                result, reports[index] = diagnose_case(evaluator, index, case)
+                result, reports[index] = diagnose.diagnose_case(evaluator, index, case)
                 results.append(result)
             elif mode == "profile":
                 result, table = evaluator.profile(index, case)
@@ -194,20 +226,16 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
         evaluator.finish()                  # late writes to outputs already checked
     finally:
         worker.stop()
-        integrity.sweep_children(keep=_multiprocessing_helpers())
+        sandbox.end_all()                   # every descendant, before any result is written
     info = system_info()
     info["integrity"] = {"parent": hardening, "worker": worker.hardening}
+    info["notices"] = worker.notices
+    info["refused"] = refused
     return results, reports, info
 
 
-def _multiprocessing_helpers() -> set:
-    """multiprocessing's own resource tracker: a child of ours that the final sweep must spare."""
-    from multiprocessing import resource_tracker
-    pid = getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
-    return {pid} if pid else set()
-
-
 if __name__ == "__main__":
-    from arena.integrity import reexec_without_secret
-    reexec_without_secret()                 # POPCORN_SEED out of /proc/<pid>/environ before anything else
+    sandbox.reexec_without_secrets()        # POPCORN_SEED and --seed out of /proc/<pid> before anything else
+    sandbox.start_import_audit()
+    sandbox.stop_on_signals()               # SIGTERM/SIGHUP unwind like Ctrl-C: the worker never outlives us
     main()

@@ -7,6 +7,7 @@
   "allcodes" (every fp4 code on both operands and a wide range of e4m3 scales, subnormals included).
 - `ref_kernel` calls `torch._scaled_mm` on Blackwell (sm_100+), exactly as the competition does, and an exact
   emulation elsewhere (arena/emulation.py).
+- `sf_vec_size`, `ceil_div` and `to_blocked` are the competition's helpers, which submissions import.
 """
 import torch
 
@@ -15,8 +16,15 @@ from arena import generators as gen
 from arena.checking import make_match_reference
 from arena.emulation import blackwell_scaled_mm, fp4_gemm_reference, has_fp4_tensor_cores
 from arena.formats import BLOCK_SIZE
+from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 sf_vec_size = BLOCK_SIZE
+
+
+def to_blocked(input_matrix):
+    """The competition's helper: [rows, K/16] scales -> flat cuBLAS 128x4 blocked layout. Like the official
+    one it does not pad: rows must be a multiple of 128 and K/16 of 4."""
+    return _blocked(input_matrix, pad=False)
 
 
 def ref_kernel(data: input_t) -> output_t:

@@ -1100,12 +1100,12 @@ def diagnose_case(evaluator, index: int, case):
     Returns (CaseResult, [probe dicts]); the CaseResult passes when every probe does, and carries the
     first failing probe's headline as its diagnosis and every probe line as evidence.
     """
-    from arena.modes import CaseResult, clone_data
+    from arena.modes import CaseResult
     from arena.runner import WorkerFailure
 
     def call(data):
         try:
-            return evaluator._call("run", inputs=[clone_data(data)])["outputs"][0]
+            return evaluator.call_once(data)
         except WorkerFailure as failure:
             raise ProbeFailure(str(failure)) from None
 

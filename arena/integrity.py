@@ -1,260 +1,23 @@
-"""Integrity defences: what keeps an untrusted submission from gaming the evaluator (docs/integrity.md).
+"""Integrity defences inside the rules of the game (docs/integrity.md); process isolation is arena/sandbox.py.
 
-Three places use this module:
-- eval.py (the trusted parent), before anything else: `reexec_without_secret` moves POPCORN_SEED out of the
-  process environment (the kernel keeps the original environment in /proc/<pid>/environ even after
-  `os.environ.pop`), then `harden_parent` makes the parent non-dumpable and a child subreaper.
-- arena/worker.py (the untrusted side), before importing the submission: `drop_privileges` (no capabilities,
-  so /proc/<ppid>/{environ,fd,mem} are closed to it), and a `HarnessGuard` that notices monkey-patched
-  timers and harness functions.
-- arena/modes.py (the parent again), for every output it receives: `OutputAudit` (contract tricks, returning
+Two places use this module:
+- arena/worker.py (the untrusted side), before importing the submission: a `HarnessGuard` that notices
+  monkey-patched timers and harness functions (identities, code objects, defaults, module globals, and
+  dispatch modes left active), and the drain-measuring wall-clock calls.
+- arena/modes.py (the parent), for every output it receives: `OutputAudit` (contract tricks, returning
   the input c, outputs aliasing inputs or each other, writes that land after the call returned) and
   `timing_flags` (times that cannot be honest).
 
-Module level imports only the standard library: eval.py calls it before torch is imported.
+Module level imports only the standard library.
 """
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
 import sys
 import time
-
-SEED_FD_ENV = "ARENA_SECRET_SEED_FD"
-NO_HARDEN_ENV = "ARENA_NO_HARDEN"        # set to 1 to skip the capability drop (e.g. under ncu)
 
 
 class IntegrityViolation(RuntimeError):
     """The submission tampered with the harness; `str()` is one clear line."""
-
-
-# ---- the secret seed ------------------------------------------------------------------------------------
-
-def reexec_without_secret():
-    """If POPCORN_SEED is in the environment, re-exec this process without it, handing the value over
-    through an inherited pipe. The same pid continues (the runner still waits for it), but its
-    /proc/<pid>/environ no longer holds the seed. Returns only when there is nothing to do."""
-    raw = os.environ.get("POPCORN_SEED")
-    if raw is None or SEED_FD_ENV in os.environ:
-        return
-    read_end, write_end = os.pipe()
-    os.write(write_end, raw.encode())         # a few bytes: fits the pipe buffer, no reader needed yet
-    os.close(write_end)
-    os.set_inheritable(read_end, True)
-    env = {k: v for k, v in os.environ.items() if k != "POPCORN_SEED"}
-    env[SEED_FD_ENV] = str(read_end)
-    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
-    try:
-        os.execve(sys.executable, [sys.executable, *argv[1:]], env)
-    except OSError:                            # cannot re-exec: fall back to popping (still no child sees it)
-        os.close(read_end)
-
-
-def take_handed_seed() -> str | None:
-    """The seed handed over by `reexec_without_secret` (the pipe is read and closed), else POPCORN_SEED
-    popped from the environment; None when there is none."""
-    fd = os.environ.pop(SEED_FD_ENV, None)
-    raw = os.environ.pop("POPCORN_SEED", None)
-    if fd is not None:
-        try:
-            chunks = []
-            while chunk := os.read(int(fd), 4096):
-                chunks.append(chunk)
-            raw = b"".join(chunks).decode()
-        finally:
-            try:
-                os.close(int(fd))
-            except OSError:
-                pass
-    return raw
-
-
-# ---- process hardening (Linux; every step is best effort and reported) -----------------------------------
-
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 4, 24, 28
-PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 38, 47, 4
-SECBITS_LOCKED_NOROOT = 0x2F     # NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked: exec gives no caps back
-CAPABILITY_VERSION_3 = 0x20080522
-
-
-def _libc():
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-def _prctl(libc, *args) -> bool:
-    args = list(args) + [0] * (5 - len(args))
-    return libc.prctl(*[ctypes.c_ulong(a) for a in args]) == 0
-
-
-def harden_parent() -> list[str]:
-    """Make the trusted parent unreadable through /proc by same-uid processes without CAP_SYS_PTRACE
-    (non-dumpable), and adopt orphaned descendants (subreaper) so none can outlive the final sweep."""
-    done = []
-    libc = _libc() if sys.platform.startswith("linux") else None
-    if libc is None:
-        return done
-    if os.environ.get(NO_HARDEN_ENV) != "1" and not os.environ.get("POPCORN_NCU"):
-        if _prctl(libc, PR_SET_DUMPABLE, 0):
-            done.append("parent non-dumpable")
-    if _prctl(libc, PR_SET_CHILD_SUBREAPER, 1):
-        done.append("parent subreaper")
-    return done
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def drop_privileges() -> str:
-    """In the worker, before the submission is imported: no new privileges, and (as root) no capabilities
-    at all, now or after any exec. Without CAP_SYS_PTRACE the kernel refuses /proc/<ppid>/environ, fd and
-    mem of the parent (which holds capabilities, or is non-dumpable). Files stay accessible as the same uid."""
-    if not sys.platform.startswith("linux") or os.environ.get(NO_HARDEN_ENV) == "1":
-        return "off"
-    libc = _libc()
-    if libc is None:
-        return "off (no libc)"
-    _prctl(libc, PR_SET_NO_NEW_PRIVS, 1)
-    if os.geteuid() != 0 and not _has_capabilities():
-        return "no_new_privs (not root: the parent's non-dumpable flag closes /proc/<ppid>)"
-    _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    _prctl(libc, PR_SET_SECUREBITS, SECBITS_LOCKED_NOROOT)
-    for cap in range(64):
-        _prctl(libc, PR_CAPBSET_DROP, cap)
-    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-    if libc.capset(ctypes.byref(header), data) != 0:
-        return f"failed: capset: {os.strerror(ctypes.get_errno())}"
-    return "capabilities dropped" if not _has_capabilities() else "failed: capabilities remain"
-
-
-def harden_blockers(submission: str) -> list[str]:
-    """Places a root worker without capabilities could no longer use (it keeps uid 0, but loses the right to
-    write where another user owns the folder): the submission, JIT and temp folders. Checked in the parent."""
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        return []
-    import tempfile
-    home = os.path.expanduser("~")
-    places = [(os.path.dirname(os.path.abspath(submission)), os.R_OK),
-              (os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(home, ".cache", "torch_extensions"), os.W_OK),
-              (os.environ.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton"), os.W_OK),
-              (tempfile.gettempdir(), os.W_OK)]
-    blockers = []
-    for path, need in places:
-        while path and not os.path.exists(path):
-            path = os.path.dirname(path)
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        bits = (0o400, 0o040, 0o004) if need == os.R_OK else (0o200, 0o020, 0o002)
-        ok = (st.st_uid == 0 and st.st_mode & bits[0]) or (st.st_gid == 0 and st.st_mode & bits[1]) or \
-            st.st_mode & bits[2]
-        if not ok:
-            blockers.append(f"{path} (owner uid {st.st_uid}, mode {st.st_mode & 0o777:o})")
-    return blockers
-
-
-def _has_capabilities() -> bool:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("CapEff:"):
-                    return int(line.split()[1], 16) != 0
-    except OSError:
-        pass
-    return False
-
-
-def kill_process_group(pgid: int):
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def sweep_children(keep=()) -> int:
-    """Kill every child of this process except `keep` (with the subreaper flag, orphaned descendants of the
-    worker are our children too). Returns how many were killed."""
-    killed = 0
-    for _ in range(5):                         # a forking escapee may add children while we sweep
-        found = [pid for pid in _children() if pid not in keep]
-        if not found:
-            break
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-        for pid in found:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        time.sleep(0.01)
-    return killed
-
-
-def _children() -> list[int]:
-    me, pids = os.getpid(), []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return pids
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            pids.append(int(entry))
-    return pids
-
-
-# ---- reading the worker's replies ------------------------------------------------------------------------
-
-class ForbiddenReply(RuntimeError):
-    """A reply from the worker that holds something other than tensors, numbers and strings."""
-
-
-_REBUILDERS = {"rebuild_tensor", "rebuild_cuda_tensor", "rebuild_typed_storage", "rebuild_typed_storage_child",
-               "rebuild_storage_fd", "rebuild_storage_empty", "rebuild_meta_tensor"}
-_CLASSES = {("torch", "Tensor"), ("torch", "Size"), ("torch", "device"), ("torch.storage", "UntypedStorage"),
-            ("torch.storage", "TypedStorage"), ("torch.nn.parameter", "Parameter"),
-            ("multiprocessing.resource_sharer", "DupFd"), ("arena.worker", "InputAlias")}
-
-
-def safe_loads(data: bytes):
-    """Unpickle a worker reply in the trusted parent, allowing only what tensors, the harness's own alias
-    records and plain containers need. A plain `pickle.loads` would run whatever callable the submission's
-    output names in its `__reduce__` (exec included) inside the parent."""
-    import io
-    import pickle
-
-    class ReplyUnpickler(pickle.Unpickler):
-        def find_class(self, module, name):
-            import torch
-            allowed = (module, name) in _CLASSES or \
-                (module == "torch.multiprocessing.reductions" and name in _REBUILDERS) or \
-                (module == "torch" and isinstance(getattr(torch, name, None), torch.dtype))
-            if not allowed:
-                raise ForbiddenReply(f"the submission's reply holds a forbidden object ({module}.{name}): only "
-                                     f"tensors, numbers and strings may cross to the evaluator")
-            return super().find_class(module, name)
-
-    return ReplyUnpickler(io.BytesIO(data)).load()
 
 
 # ---- the worker's tripwire against monkey-patching -------------------------------------------------------
@@ -263,18 +26,24 @@ GUARDED = (
     "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "time.sleep",
     "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
     "torch.cuda.Event.synchronize", "torch.cuda._sleep", "torch.cuda.current_stream", "torch.cuda.Stream",
-    "torch.Tensor.zero_", "torch.Tensor.clone",
+    "torch.Tensor", "torch.Tensor.zero_", "torch.Tensor.clone", "torch.Tensor.untyped_storage",
+    "torch.Tensor.__torch_function__", "torch.Tensor.__torch_dispatch__", "torch.empty", "torch.frombuffer",
+    "torch.as_tensor",
     "arena.timing.time_calls_gpu", "arena.timing.time_calls_wall", "arena.timing.gpu_spin",
     "arena.timing.l2_flush_buffer", "arena.timing.clear_l2_cache", "arena.timing._cycles_per_us",
-    "arena.worker.Session", "arena.worker.Session.run", "arena.worker.Session.time",
+    "arena.worker.Session", "arena.worker.Session.run", "arena.worker.Session.time", "arena.worker.Session.wall",
     "arena.worker.Session.profile", "arena.worker.Session._sync", "arena.worker._first_line",
-    "arena.worker.mark_input_aliases", "arena.worker._foreign_threads", "arena.nested.map_leaves",
-    "arena.integrity.time_calls_drain", "arena.integrity.find_violations",
-    "multiprocessing.connection.Connection", "multiprocessing.connection.Connection.send",
-    "multiprocessing.connection.Connection._send_bytes", "multiprocessing.connection.Connection.recv",
-    "multiprocessing.reduction.ForkingPickler", "multiprocessing.reduction.ForkingPickler.dumps",
-    "torch.multiprocessing.reductions.reduce_tensor", "torch.multiprocessing.reductions.reduce_storage",
+    "arena.worker.require_plain", "arena.worker._foreign_threads", "arena.worker.serve",
+    "arena.integrity.time_calls_drain", "arena.integrity.sync_latency_ns", "arena.integrity.find_violations",
+    "arena.channel.send", "arena.channel.receive", "arena.channel._read_exactly", "arena.channel.json",
+    "arena.tensorwire.Encoder", "arena.tensorwire.Decoder", "arena.tensorwire.encode",
+    "arena.tensorwire._write_memfd", "arena.tensorwire.CudaIpc",
+    "json.dumps", "json.loads", "socket.socket", "socket.socket.sendmsg", "socket.socket.recvmsg",
 )
+
+# Modules whose every global, function code object and defaults are compared after every request.
+DEEP_MODULES = ("arena.timing", "arena.worker", "arena.integrity", "arena.channel", "arena.tensorwire",
+                "json", "json.encoder", "json.decoder", "time")
 
 
 def _resolve(path: str):
@@ -320,12 +89,17 @@ class HarnessGuard:
                 self.links += _links(path)
 
         self._find = find_violations        # captured now: patching the module later changes nothing here
+        self._deep = deep_state
+        self.deep = self._deep()
 
-    def violations(self) -> list[str]:
-        return self._find(self)
-
-    def check(self, when: str):
+    def violations(self, deep: bool = False) -> list[str]:
         changed = self._find(self)
+        if deep:
+            changed += [name for name in _differences(self.deep, self._deep()) if name not in changed]
+        return changed
+
+    def check(self, when: str, deep: bool = False):
+        changed = self.violations(deep)
         if changed:
             shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
             raise IntegrityViolation(f"the submission replaced harness functions {when}: {shown} "
@@ -349,6 +123,52 @@ def _links(path: str) -> list:
 
 
 _MISSING = object()
+
+
+def _function_state(fn) -> tuple:
+    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__,
+            tuple(id(c.cell_contents) if _cell_full(c) else None for c in (fn.__closure__ or ())))
+
+
+def _cell_full(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def deep_state() -> dict:
+    """name -> identity/code state of every global of the DEEP_MODULES, every function there and every
+    method of the classes defined there; plus how many torch function/dispatch modes are active."""
+    import types
+    state = {}
+    for module_name in DEEP_MODULES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name, value in list(vars(module).items()):
+            key = f"{module_name}.{name}"
+            state[key] = id(value)
+            if isinstance(value, types.FunctionType):
+                state[key + ".__code__"] = _function_state(value)
+            elif isinstance(value, type) and value.__module__ == module_name:
+                for attr, member in list(vars(value).items()):
+                    state[f"{key}.{attr}"] = id(member)
+                    if isinstance(member, (staticmethod, classmethod)):
+                        member = member.__func__
+                    if isinstance(member, types.FunctionType):
+                        state[f"{key}.{attr}.__code__"] = _function_state(member)
+    torch_c = getattr(sys.modules.get("torch"), "_C", None)
+    if torch_c is not None:
+        for counter in ("_len_torch_function_stack", "_len_torch_dispatch_stack"):
+            if hasattr(torch_c, counter):
+                state[f"active torch mode ({counter})"] = getattr(torch_c, counter)()
+    return state
+
+
+def _differences(before: dict, now: dict) -> list[str]:
+    return [key for key in set(before) | set(now) if before.get(key, _MISSING) != now.get(key, _MISSING)]
 
 
 def find_violations(guard: HarnessGuard) -> list[str]:

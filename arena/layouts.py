@@ -39,17 +39,18 @@ def pad_scales(sf: torch.Tensor, fill: float = NEUTRAL_SCALE) -> torch.Tensor:
     return out
 
 
-def to_blocked(sf: torch.Tensor, pad: bool = True) -> torch.Tensor:
+def to_blocked(sf: torch.Tensor, pad: bool = True, fill: float = NEUTRAL_SCALE) -> torch.Tensor:
     """Plain [rows, cols] scales -> flat blocked layout (1-D, ceil(rows/128)*ceil(cols/4)*512 entries).
 
-    The competition's own `to_blocked` cannot pad and fails on irregular shapes; here padding uses
-    neutral scales (1.0). With pad=False the shape must already be a multiple of 128 x 4.
+    The competition's gemm/gemv/dual `to_blocked` cannot pad and fails on irregular shapes (its group gemm
+    one pads with 0); here padding uses `fill` (default: neutral 1.0). With pad=False the shape must
+    already be a multiple of 128 x 4.
     """
     if sf.dim() != 2:
         raise ValueError(f"to_blocked takes a 2-D [rows, K/16] scale matrix, got shape {tuple(sf.shape)}")
     rows, cols = sf.shape
     if pad:
-        sf = pad_scales(sf)
+        sf = pad_scales(sf, fill)
     elif rows % ROWS_PER_TILE or cols % COLS_PER_TILE:
         raise ValueError(f"scale matrix {rows}x{cols} is not a multiple of 128x4 and pad=False")
     rb, cb = sf.shape[0] // ROWS_PER_TILE, sf.shape[1] // COLS_PER_TILE

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import integrity, timing
-from arena.nested import map_leaves
-from arena.runner import Worker, WorkerFailure
+from arena import integrity, sandbox, timing
+from arena.runner import Reply, Worker, WorkerFailure, clone_data
 from arena.specs import Case
 
 SEED_STRIDE = 42          # per-call seeds: case seed + 42*i, as the competition's batched evaluator
@@ -45,17 +44,13 @@ class CaseResult:
     warnings: list = field(default_factory=list)     # integrity flags
     diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
+    output: str = ""                                 # what the submission printed (control characters removed)
 
     def as_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
         d["stats"] = self.stats.as_dict() if self.stats else None
         d["wall"] = self.wall.as_dict() if self.wall else None
         return d
-
-
-def clone_data(data):
-    """Deep copy of the tensors in nested tuples/lists/dicts (what the submission gets)."""
-    return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
 
 
 def data_bytes(data) -> int:
@@ -92,12 +87,14 @@ class Evaluator:
                           f"values{where})"
         return snaps, problem
 
+    def call_once(self, data):
+        """The submission's output for one untimed call on a copy of `data` (diagnose's probes use it)."""
+        return self._call("run", [data], CaseResult(index=-1, spec="probe", passed=False)).outputs[0]
+
     def _run_once(self, data, label: str, result) -> tuple:
         """One untimed call on a copy of `data`: (the output as it arrived, the first integrity error)."""
-        sent = [clone_data(data)]
-        reply = self._call("run", inputs=sent)
-        self._note_threads(reply, result)
-        (output,), problem = self._audit([label], sent, [data], reply["outputs"], result)
+        reply = self._call("run", [data], result)
+        (output,), problem = self._audit([label], reply.sent, [data], reply.outputs, result)
         return output, problem
 
     def _late_writes(self, result=None) -> bool:
@@ -108,8 +105,8 @@ class Evaluator:
             hit = hit or owner is result
         return hit
 
-    def _note_threads(self, reply: dict, result):
-        threads = reply.get("threads", 0)
+    def _note_threads(self, fields: dict, result):
+        threads = int(fields.get("threads", 0))
         self.threads_seen = max(self.threads_seen, threads)
         if threads > 0:
             note = f"the submission left {threads} Python thread(s) running after custom_kernel returned"
@@ -126,13 +123,18 @@ class Evaluator:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
-    def _call(self, op: str, **args) -> dict:
+    def _call(self, op: str, inputs: list, result, **args) -> Reply:
+        """One request to the worker; what it printed and its thread count go to `result`."""
         try:
-            return self.worker.request(op, self.limits.case_timeout, **args)
+            reply = self.worker.request(op, inputs, self.limits.case_timeout, **args)
         except WorkerFailure as failure:
             if failure.replace:
                 self.worker.stop()
             raise
+        self._note_threads(reply.fields, result)
+        if reply.output_text:
+            result.output = (result.output + "\n" + reply.output_text).strip()[-sandbox.OUTPUT_CAP:]
+        return reply
 
     def _check(self, data, output) -> tuple[bool, str, list]:
         """(passed, one-line error, detail lines). The reference runs here, on the parent's original."""
@@ -197,43 +199,43 @@ class Evaluator:
                 return result
             del data, output
             batch = _batch_size(self.generate(case.args), self.device)
-            samples, wall_samples, calls, started = [], [], 0, time.perf_counter()
-            extras = {"drain_ns": [], "sync_ns": None, "empty_ns": None}
+            samples, calls, started, batches = [], 0, time.perf_counter(), []
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
                 size = min(batch, limits.max_runs - len(samples))
                 offset = self.salt + SEED_STRIDE * calls
                 originals = [self.generate(case.args, offset + SEED_STRIDE * (i + 1)) for i in range(size)]
-                wall_originals = [] if wall_samples else \
-                    [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i)) for i in range(WALL_CALLS)]
-                labels = [f"timed call {calls + i}" for i in range(size)] + \
-                    [f"wall-clock call {i}" for i in range(len(wall_originals))]
+                labels = [f"timed call {calls + i}" for i in range(size)]
                 calls += size
-                sent = [clone_data(d) for d in originals + wall_originals]
-                reply = self._call("time", inputs=sent[:size], wall_inputs=sent[size:])
-                samples += reply["times_ns"]
-                wall_samples += reply["wall_ns"]
-                extras["drain_ns"] += reply.get("drain_ns", [])
-                extras["sync_ns"] = reply.get("sync_ns", extras["sync_ns"])
-                extras["empty_ns"] = reply.get("empty_ns", extras["empty_ns"])
-                self._note_threads(reply, result)
-                outputs, problem = self._audit(labels, sent, originals + wall_originals, reply["outputs"], result)
-                if problem or self._late_writes(result):
-                    result.error = result.error or problem
+                reply = self._call("time", originals, result)        # timed calls only, never mixed
+                times = reply.fields.get("times_ns", [])
+                if len(times) != size or len(reply.outputs) != size:
+                    raise WorkerFailure(f"the worker answered {len(times)} times and {len(reply.outputs)} outputs "
+                                        f"for {size} timed calls", replace=True)
+                samples += times
+                batches.append((size, reply.elapsed_ns))
+                if not self._verify(labels, reply, originals, result):
                     return result
-                to_check = list(zip(labels, originals + wall_originals, outputs))
-                if not limits.check_every:     # the first, and one the submission cannot predict
-                    to_check = to_check[:1] + _RANDOM.sample(to_check[1:], min(1, len(to_check) - 1))
-                for label, data, output in to_check:
-                    good, error, details = self._check(data, output)
-                    if not good:
-                        result.error = f"a timed output is wrong: {error} ({label})"
-                        result.details = details
-                        self._diagnose(result, data, output)
-                        return result
-                if self._late_writes(result):
-                    return result
+            # Untimed checks, each in a request of its own: sync-to-sync calls (the drain), and the same
+            # timed loop around an empty call (the parent's clock baseline, the empty window).
+            wall_originals = [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i))
+                              for i in range(WALL_CALLS)]
+            wall = self._call("wall", wall_originals, result)
+            if not self._verify([f"wall-clock call {i}" for i in range(WALL_CALLS)], wall, wall_originals, result):
+                return result
+            empty = self.worker.request_empty(batch, limits.case_timeout)
+            empty_times = sorted(empty.fields.get("times_ns", []) or [0.0])
+            extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
+                      "empty_ns": empty_times[len(empty_times) // 2]}
+            # On the CPU the timed samples are wall clock, so the parent's clock bounds them. On a GPU event
+            # times legitimately fall far below the wall time of a host-bound call; there the drain and
+            # empty-window flags compare them with the worker's wall clock instead.
+            clock = own_clock_check(samples, batches, empty.elapsed_ns / max(batch, 1),
+                                    output_bytes=data_bytes(reply.outputs[:1])) if self.device == "cpu" else ""
+            if clock:
+                result.error = clock
+                return result
+            result.wall = timing.summarize(wall.fields["wall_ns"]) if wall.fields.get("wall_ns") else None
             result.stats = timing.summarize(samples)
-            result.wall = timing.summarize(wall_samples) if wall_samples else None
             result.passed = True
             result.warnings = timing_warnings(result, {**extras, "samples": samples}) + result.warnings
         except WorkerFailure as failure:
@@ -243,12 +245,31 @@ class Evaluator:
             result.error = f"evaluator error: {type(error).__name__}: {error}"
         return result
 
+    def _verify(self, labels: list, reply: Reply, originals: list, result) -> bool:
+        """Audit and check the outputs of one request (every one in a ranked run, else the first and one the
+        submission cannot predict); False with `result.error` set at the first problem."""
+        outputs, problem = self._audit(labels, reply.sent, originals, reply.outputs, result)
+        if problem or self._late_writes(result):
+            result.error = result.error or problem
+            return False
+        to_check = list(zip(labels, originals, outputs))
+        if not self.limits.check_every:
+            to_check = to_check[:1] + _RANDOM.sample(to_check[1:], min(1, len(to_check) - 1))
+        for label, data, output in to_check:
+            good, error, details = self._check(data, output)
+            if not good:
+                result.error = f"a timed output is wrong: {error} ({label})"
+                result.details = details
+                self._diagnose(result, data, output)
+                return False
+        return not self._late_writes(result)
+
     def profile(self, index: int, case: Case) -> tuple[CaseResult, str]:
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
-            reply = self._call("profile", data=clone_data(self.generate(case.args)))
+            reply = self._call("profile", [self.generate(case.args)], result)
             result.passed = True
-            return result, reply["table"]
+            return result, reply.fields.get("table", "")
         except WorkerFailure as failure:
             result.error = str(failure)
             return result, ""
@@ -274,6 +295,27 @@ def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]
     wall = [result.wall.median] if result.wall else None
     return integrity.timing_flags(samples, result.sol_us, wall, extras.get("drain_ns"), extras.get("sync_ns"),
                                   extras.get("empty_ns"))
+
+
+def own_clock_check(samples_ns: list[float], batches: list[tuple[int, float]], empty_per_call_ns: float,
+                    output_bytes: int = 0) -> str:
+    """The worker's times against the parent's own clock (any device). Each timed request took `elapsed` ns
+    as the parent saw it; the same loop around an empty call took `empty_per_call_ns` per call. What the
+    calls themselves added cannot be far above what the worker reported, unless its timing was bent.
+    Allowance: three times the reported mean plus 1 ms per call (a loaded CPU: 2.25x was seen honestly on
+    two busy cores), copying CPU outputs at 1 GB/s. The mean, not the median: one slow cold call in a short
+    run (CI failed this at 3 runs) is in both clocks. Forged clocks report 1000x less and stay far outside."""
+    calls = sum(size for size, _ in batches)
+    if not calls or not samples_ns:
+        return ""
+    added = (sum(elapsed for _, elapsed in batches) - calls * empty_per_call_ns) / calls
+    reported = sum(samples_ns) / len(samples_ns)
+    allowed = 3 * reported + 1e6 + output_bytes
+    if added <= allowed:
+        return ""
+    return (f"the worker's timing disagrees with the evaluator's own clock: each call added "
+            f"{added / 1e3:.1f} us to the request, the worker reported {reported / 1e3:.1f} us "
+            f"(timing code bent in the worker?)")
 
 
 def geomean_us(results: list[CaseResult]) -> float | None:

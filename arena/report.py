@@ -112,6 +112,7 @@ def render_diagnosis(console, r: CaseResult):
 
 def render(console, mode: str, results: list[CaseResult], info: dict, reports: dict | None = None):
     from rich.table import Table
+    from rich.text import Text
 
     gpu = f"{info['gpu']} ({info['capability']}, {info['sms']} SMs, L2 {info['l2_mb']} MB), driver " \
           f"{info.get('driver') or '?'}, CUDA {info.get('cuda')}" if info.get("gpu") else "CPU only"
@@ -125,18 +126,19 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
             table.add_column(column)
         for r in results:
             mark = "[green]✔[/green]" if r.passed else "[red]✘[/red]"
-            table.add_row(mark, str(r.index), r.spec, r.message or ("pass" if r.passed else f"[red]{r.error}[/red]"))
+            table.add_row(mark, str(r.index), Text(r.spec), Text(r.message or "pass") if r.passed
+                          else Text(r.error, style="red"))
         console.print(table)
         for r in results:
             if not r.passed and (r.details or r.diagnosis):
-                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
+                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):", markup=True, highlight=False)
                 for line in r.details[:8]:
-                    console.print(f"    {line}", markup=False)
+                    console.print(f"    {line}", markup=False, highlight=False)
                 render_diagnosis(console, r)
     elif mode == "profile":
         for r in results:
             console.print(f"[bold]case {r.index}[/bold] ({r.spec})")
-            console.print((reports or {}).get(r.index) or f"[red]{r.error}[/red]", markup=False)
+            console.print((reports or {}).get(r.index) or r.error, markup=False, highlight=False)
     else:
         table = Table(show_header=True, header_style="bold")
         for column in ("", "#", "case", "mean ± err (µs)", "best", "median", "runs", "% of SOL"):
@@ -148,7 +150,7 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
                 table.add_row("[green]✔[/green]", str(r.index), r.spec, f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f}",
                               f"{s.best / 1e3:.3f}", f"{s.median / 1e3:.3f}", str(s.runs), sol)
             else:
-                table.add_row("[red]✘[/red]", str(r.index), r.spec, f"[red]{r.error}[/red]", "", "", "", "")
+                table.add_row("[red]✘[/red]", str(r.index), Text(r.spec), Text(r.error, style="red"), "", "", "", "")
         geo = geomean_us(results)
         console.print(table)
         if geo is not None:
@@ -162,10 +164,23 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
                 render_diagnosis(console, r)
         if not info.get("gpu"):
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
+    render_worker_output(console, results)
     render_integrity(console, mode, results, info)
     passed = sum(r.passed for r in results)
     colour = "green" if passed == len(results) else "red"
     console.print(f"[{colour}]{passed} of {len(results)} cases passed[/{colour}]")
+
+
+def render_worker_output(console, results: list[CaseResult], lines: int = 20):
+    """What the submission printed, under its case (already stripped of control characters and capped)."""
+    for r in results:
+        if r.output.strip():
+            shown = r.output.splitlines()
+            console.print(f"case {r.index}: the submission printed:", style="dim", markup=False, highlight=False)
+            for line in shown[:lines]:
+                console.print(f"  | {line[:300]}", style="dim", markup=False, highlight=False)
+            if len(shown) > lines:
+                console.print(f"  | ... {len(shown) - lines} more lines", style="dim", markup=False)
 
 
 def render_integrity(console, mode: str, results: list[CaseResult], info: dict):
@@ -185,15 +200,47 @@ def render_integrity(console, mode: str, results: list[CaseResult], info: dict):
         parent = ", ".join(isolation.get("parent") or []) or "no parent hardening"
         console.print(f"isolation: worker {isolation.get('worker')}; {parent}", style="dim", markup=False,
                       highlight=False)
+    for notice in info.get("notices") or []:
+        console.print(f"notice: {notice}", style="yellow", markup=False, highlight=False)
+    if info.get("refused"):
+        console.print(f"✘ {info['refused']}", style="red", markup=False, highlight=False)
+
+
+def warm_up(mode: str):
+    """Render every kind of report once into memory before the worker starts, so that whatever rich and
+    json load lazily is loaded now: the parent must import nothing once the submission runs."""
+    import io
+    from rich.console import Console
+    from arena import timing
+    stats = timing.summarize([1000.0, 1100.0, 1200.0])
+    fake = [CaseResult(index=0, spec="m: 1", passed=True, message="ok", stats=stats, sol_us=1.0, output="x"),
+            CaseResult(index=1, spec="m: 2", passed=False, error="wrong ✘ µ ±", details=["ERROR AT (0, 0)"],
+                       diagnosis="d", evidence=["e"], warnings=["w"], output="y")]
+    info = {"gpu": None, "torch": "", "python": "", "integrity": {"parent": ["p"], "worker": "w"},
+            "static_warnings": [{"code": "c", "message": "m", "lines": [1]}], "notices": ["n"], "refused": "r"}
+    for shown_mode in ("test", "benchmark", "profile", "leaderboard"):
+        for width, terminal in ((140, False), (80, True)):
+            console = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system="truecolor")
+            render(console, shown_mode, fake, info, {0: "table"})
+        popcorn_lines(shown_mode, fake, {0: "table"})
+    json.dumps([r.as_dict() for r in fake], default=str)
+    del mode
 
 
 def _lines(numbers: list) -> str:
     return ", ".join(str(n) for n in numbers[:5]) + (" ..." if len(numbers) > 5 else "")
 
 
-def echo_integrity(results: list[CaseResult], static: list, isolation: dict | None = None):
+def echo_integrity(results: list[CaseResult], static: list, isolation: dict | None = None,
+                   notices: list | None = None):
     """With POPCORN_FD the result lines must stay exactly official: integrity flags go to stderr."""
     import sys
+    for notice in notices or []:
+        print(f"notice: {notice}", file=sys.stderr)
+    for r in results:
+        if r.output.strip():
+            print(f"case {r.index}: the submission printed:\n" + "\n".join(
+                "  | " + line[:300] for line in r.output.splitlines()[:20]), file=sys.stderr)
     if isolation:
         parent = ", ".join(isolation.get("parent") or []) or "no parent hardening"
         print(f"isolation: worker {isolation.get('worker')}; {parent}", file=sys.stderr)

@@ -1,137 +1,259 @@
-"""The trusted side of the process boundary: starts, feeds, times out and replaces the worker."""
+"""The trusted side of the process boundary: starts, feeds, times out and replaces the worker.
+
+The worker is a fresh `python -m arena.worker` process (never a multiprocessing child: those inherit the
+parent's authkey and argv), started under its own user by arena/sandbox.py, talking over one socket of JSON
+and shared memory (arena/channel.py, arena/tensorwire.py). Every reply is parsed as hostile data.
+"""
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
 
-from arena import integrity
-from arena import worker as worker_module
+import torch
+
+from arena import channel, sandbox, tensorwire
+from arena.nested import map_leaves
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class WorkerFailure(RuntimeError):
     """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
 
     def __init__(self, message: str, replace: bool = False, traceback: str = ""):
-        super().__init__(message)
+        super().__init__(sandbox.clean_text(message, 600).replace("\n", " "))
         self.replace = replace          # the worker is gone or poisoned: start a new one
-        self.traceback = traceback
+        self.traceback = sandbox.clean_text(traceback, 4000)
 
 
+@dataclass
+class Reply:
+    """One answered request."""
+    outputs: list                       # what the submission returned, as the parent sees it (live memory)
+    sent: list                          # the inputs exactly as the worker got them (the parent's view of them)
+    fields: dict                        # the reply's other fields (times_ns, wall_ns, drain_ns, threads, ...)
+    elapsed_ns: float                   # the parent's own clock: request sent to reply received
+    output_text: str = ""               # what the worker printed meanwhile (cleaned, capped)
+
+
+_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns")
+
+
+def _numbers(value, what: str) -> list[float]:
+    if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                              for x in value):
+        raise WorkerFailure(f"the submission's reply is malformed ({what} is not a list of numbers)", replace=True)
+    return [float(x) for x in value]
+
+
+def clone_data(data):
+    """Deep copy of the tensors in nested tuples/lists/dicts (what the submission gets)."""
+    return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
+
+
+@dataclass
 class Worker:
-    """One spawned worker process holding the imported submission."""
-
-    def __init__(self, submission: str, task_folder: str, device: str, import_timeout: float):
-        self.args = (submission, task_folder, device)
-        self.import_timeout = import_timeout
-        self.process = None
-        self.conn = None
-        # Drop the worker's capabilities (arena/integrity.py) unless told not to, or profiled by ncu.
-        self.harden = os.environ.get(integrity.NO_HARDEN_ENV) != "1" and not os.environ.get("POPCORN_NCU")
-        self.hardening = "not started"
-        blockers = integrity.harden_blockers(submission) if self.harden else []
-        if blockers:        # a root worker without capabilities could not use these: keep them, and say so
-            self.harden = False
-            self.hardening_note = f"off: a worker without capabilities could not use {', '.join(blockers)}"
+    """One worker process holding the imported submission."""
+    submission: str
+    task_folder: str
+    device: str
+    import_timeout: float
+    sandboxed: bool = True
+    process: subprocess.Popen | None = None
+    sock: socket.socket | None = None
+    isolation: sandbox.Isolation | None = None
+    traps: list = field(default_factory=list)
+    notices: list = field(default_factory=list)     # one-line announcements from the worker (emulation, ...)
+    hardening: str = "not started"
+    probe_failed: str = ""
+    _pool: object = None
 
     def start(self):
-        context = multiprocessing.get_context("spawn")
-        parent_end, child_end = context.Pipe()
-        self.process = context.Process(target=worker_module.main, args=(child_end, *self.args),
-                                       kwargs={"harden": self.harden}, daemon=True)
-        self.process.start()
+        self.isolation = sandbox.Isolation(self.submission, self.sandboxed and not self.probe_failed)
+        if self.probe_failed:
+            self.isolation.state = f"off: CUDA failed in the isolated worker ({self.probe_failed})"
+            self.isolation.weak = self.isolation.state
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = self.isolation.environment(ROOT)
+        env[sandbox.NO_SANDBOX_ENV] = "0" if self.isolation.home else "1"
+        env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
+        self.process = subprocess.Popen([sys.executable, "-B", "-m", "arena.worker"], env=env,
+                                        pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        sandbox.worker_started()
         child_end.close()
-        self.conn = parent_end
-        if self.harden and self.args[2] == "cuda" and not self._probe_ipc():
+        self.sock = parent_end
+        self.traps = [sandbox.OutputTrap(self.process.stdout), sandbox.OutputTrap(self.process.stderr)]
+        # The worker's first word, sent before any submission code runs: what isolation holds.
+        first, _ = self._receive(self.import_timeout, "starting the worker")
+        self.isolation.worker_reported(sandbox.clean_text(str(first.get("isolation", "unknown")), 200))
+        probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
+        channel.send(self.sock, {"submission": self.submission, "task_folder": self.task_folder,
+                                 "device": self.device, "probe": probe})
+        if probe and not self._probe():
             return
-        reply = self._receive(self.import_timeout, "importing the submission")
+        reply, _ = self._receive(self.import_timeout, "importing the submission")
         if "error" in reply:
+            text = self.output_text()
             self.stop()
-            raise WorkerFailure(reply["error"], replace=True, traceback=reply.get("traceback", ""))
-        self.hardening = getattr(self, "hardening_note", None) or reply.get("hardening", "off")
+            raise WorkerFailure(reply["error"], replace=True,
+                                traceback="\n".join(x for x in (str(reply.get("traceback", "")), text) if x))
+        self.notices = [sandbox.clean_text(n, 200) for n in reply.get("notices", []) if isinstance(n, str)][:4]
+        self.hardening = self.isolation.state
 
-    def _probe_ipc(self) -> bool:
-        """Before the submission is imported, a hardened worker must still run CUDA and share tensors both
-        ways; if it cannot, start an unhardened one instead (and say so). False when it did that."""
-        import torch
+    def _probe(self) -> bool:
+        """An isolated worker must still run CUDA and share tensors both ways; if it cannot, start one that
+        runs as we do instead (and say so). False when it did that."""
         sent = torch.arange(64, device="cuda", dtype=torch.float32)
         try:
-            self.conn.send({"op": "probe", "data": sent})
-            reply = self._receive(self.import_timeout, "checking CUDA in the hardened worker")
-            back = reply.get("outputs", [None])[0]
-            if back is not None and torch.equal(back.cpu(), sent.cpu() + 1):
+            reply = self._exchange({"op": "probe"}, [sent], self.import_timeout, "checking CUDA in the worker")
+            back = reply.outputs[0] if reply.outputs else None
+            if isinstance(back, torch.Tensor) and torch.equal(back.cpu(), sent.cpu() + 1):
                 return True
-            problem = reply.get("error", "wrong values")
-        except (WorkerFailure, OSError) as failure:
+            problem = "wrong values"
+        except WorkerFailure as failure:
             problem = str(failure)
         self.stop()
-        self.harden = False
+        self.probe_failed = problem
         self.start()
-        self.hardening = f"off: CUDA failed in a worker without capabilities ({problem})"
         return False
 
-    def _receive(self, timeout: float, doing: str) -> dict:
+    def output_text(self) -> str:
+        return "\n".join(t for t in (trap.take() for trap in self.traps) if t.strip())
+
+    def _receive(self, timeout: float, doing: str) -> tuple[dict, list[int]]:
         try:
-            ready = self.conn.poll(timeout)
-        except (EOFError, OSError):
-            ready = True
-        if not ready:
+            self.sock.settimeout(max(timeout, 0.001))
+            message, fds = channel.receive(self.sock)
+        except (socket.timeout, TimeoutError):
             self.stop()
-            raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)", replace=True)
-        try:
-            return integrity.safe_loads(self.conn.recv_bytes())      # never a plain unpickle (exec via __reduce__)
-        except integrity.ForbiddenReply as error:
-            self.stop()
-            raise WorkerFailure(str(error), replace=True) from None
+            raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)",
+                                replace=True) from None
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
             raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
                                 replace=True) from None
-        except Exception as error:            # a malformed reply: the worker cannot be trusted any more
+        except channel.ChannelError as error:
             self.stop()
-            raise WorkerFailure(f"the submission's reply could not be read: {type(error).__name__}: "
-                                f"{str(error).splitlines()[0] if str(error) else ''}", replace=True) from None
+            raise WorkerFailure(f"the submission's reply could not be read: {error}", replace=True) from None
+        if not isinstance(message, dict):
+            channel._close_all(fds)
+            self.stop()
+            raise WorkerFailure("the submission's reply is malformed (not an object)", replace=True)
+        return message, fds
 
     def _exit_code(self):
-        self.process.join(timeout=5)
-        return self.process.exitcode
-
-    def request(self, op: str, timeout: float, **args) -> dict:
-        if self.process is None:
-            self.start()
         try:
-            self.conn.send({"op": op, **args})
-        except (BrokenPipeError, OSError):
+            return self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _send_inputs(self, inputs: list) -> tuple[dict, list[int], list]:
+        """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent)."""
+        if self.device == "cuda":
+            # Copies the worker may map live in a pool of their own: its IPC mapping of their memory holds
+            # nothing else of the parent's (the originals, the reference's outputs).
+            if self._pool is None and hasattr(torch.cuda, "MemPool"):
+                self._pool = torch.cuda.MemPool()
+            if self._pool is not None:
+                with torch.cuda.use_mem_pool(self._pool):
+                    sent = clone_data(inputs)
+            else:
+                sent = clone_data(inputs)
+            torch.cuda.synchronize()
+            body, fds = tensorwire.encode(sent)
+            return body, fds, sent
+        body, fds = tensorwire.encode(inputs)          # CPU: the copy is the shared-memory file itself
+        mine = tensorwire.Decoder("cpu").decode(body, [os.dup(fd) for fd in fds])
+        return body, fds, mine
+
+    def _exchange(self, request: dict, inputs: list, timeout: float, doing: str) -> Reply:
+        body, fds, sent = self._send_inputs(inputs)
+        try:
+            started = time.perf_counter_ns()
+            channel.send(self.sock, {**request, "data": body}, fds)
+        except (BrokenPipeError, OSError, channel.ChannelError):
             self.stop()
             raise WorkerFailure("the submission's process is gone", replace=True) from None
-        reply = self._receive(timeout, f"running custom_kernel ({op})")
-        if "outputs" in reply:
-            reply["outputs"] = worker_module.resolve_input_aliases(reply["outputs"], args)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        reply, reply_fds = self._receive(timeout, doing)
+        elapsed = float(time.perf_counter_ns() - started)
+        return self._parse(reply, reply_fds, sent, elapsed)
+
+    def _parse(self, reply: dict, fds: list[int], sent: list, elapsed: float) -> Reply:
+        text = self.output_text()
         if "error" in reply:
-            broken = reply.get("cuda_broken", False) or reply.get("poisoned", False)
+            channel._close_all(fds)
+            broken = bool(reply.get("cuda_broken")) or bool(reply.get("poisoned"))
             if broken:
                 self.stop()
             suffix = " (the CUDA context is broken; a new worker takes the next case)" \
                 if reply.get("cuda_broken") else ""
-            raise WorkerFailure(reply["error"] + suffix, replace=broken, traceback=reply.get("traceback", ""))
-        return reply
+            trace = "\n".join(x for x in (str(reply.get("traceback", "")), text) if x)
+            raise WorkerFailure(str(reply["error"]) + suffix, replace=broken, traceback=trace)
+        outputs = []
+        if "data" in reply:
+            try:
+                sent_storages = tensorwire.distinct_storages(sent)
+                outputs = tensorwire.Decoder(self.device, sent_storages).decode(reply["data"], fds)
+            except tensorwire.WireError as error:
+                self.stop()
+                raise WorkerFailure(f"the submission's reply could not be read: {error}", replace=True) from None
+            if not isinstance(outputs, list):
+                raise WorkerFailure("the submission's reply is malformed (outputs are not a list)", replace=True)
+        else:
+            channel._close_all(fds)
+        fields = {}
+        for key in _NUMBER_LISTS:
+            if key in reply:
+                fields[key] = _numbers(reply[key], key)
+        for key in ("sync_ns", "threads"):
+            if isinstance(reply.get(key), (int, float)) and not isinstance(reply.get(key), bool):
+                fields[key] = float(reply[key])
+        if isinstance(reply.get("table"), str):
+            fields["table"] = sandbox.clean_text(reply["table"], 20000)
+        return Reply(outputs=outputs, sent=sent, fields=fields, elapsed_ns=elapsed, output_text=text)
+
+    def request(self, op: str, inputs: list, timeout: float, **args) -> Reply:
+        """Send `inputs` (the parent's originals: the worker gets copies) for `op`; the checked reply."""
+        if self.process is None:
+            self.start()
+        return self._exchange({"op": op, "args": args}, inputs, timeout, f"running custom_kernel ({op})")
+
+    def request_empty(self, count: int, timeout: float) -> Reply:
+        """The timed loop around a call that does nothing, `count` times: the baseline of the parent's clock."""
+        return self._exchange({"op": "time", "args": {"empty": True}, "n": count}, [], timeout,
+                              "timing an empty call")
 
     def stop(self):
-        if self.conn is not None:
+        if self.sock is not None:
             try:
-                self.conn.send(None)
-            except Exception:
+                self.sock.close()
+            except OSError:
                 pass
-            self.conn.close()
-            self.conn = None
+            self.sock = None
         if self.process is not None:
-            self.process.join(timeout=2)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join(timeout=5)
-            if self.process.pid and self.process.pid != os.getpgrp():
-                integrity.kill_process_group(self.process.pid)   # whatever the submission left running
+            try:
+                self.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)     # its own session: grandchildren too
+            except (ProcessLookupError, PermissionError):
+                pass
+            sandbox.end_all()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
             self.process = None
 
 

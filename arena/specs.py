@@ -80,3 +80,52 @@ def apply_secret_seed(cases: list[Case], secret: int | None) -> list[Case]:
         if "seed" in case.args:
             case.args["seed"] = combine_seed(case.args["seed"], secret)
     return cases
+
+
+# ---- checking a case against its task's rules ---------------------------------------------------------
+# task.yml `case_rules` maps each key a case may hold to its rule: `type` (int, ints: one int per group,
+# word), `min`, `multiple_of`, `one_of`, `optional`, and for `ints` the key holding the group count
+# (`per: g`). A case that breaks one gets one line naming the key and the problem.
+
+def _int_problem(key: str, value, rule: dict) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{key} must be an integer, got {value!r}"
+    if rule.get("multiple_of") and value % rule["multiple_of"]:
+        return f"{key} must be a multiple of {rule['multiple_of']}, got {value}"
+    if "min" in rule and value < rule["min"]:
+        return f"{key} must be at least {rule['min']}, got {value}"
+    if "max" in rule and value > rule["max"]:
+        return f"{key} must be at most {rule['max']}, got {value}"
+    return None
+
+
+def check_case(args: dict, rules: dict) -> str | None:
+    """Why `args` breaks `rules` (one line), or None."""
+    unknown = [key for key in args if key not in rules]
+    if unknown:
+        takes = ", ".join(k + (" (optional)" if r.get("optional") else "") for k, r in rules.items())
+        return f"unknown key {unknown[0]!r} (this task takes {takes})"
+    missing = [key for key, rule in rules.items() if key not in args and not rule.get("optional")]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    for key, value in args.items():
+        rule = rules[key]
+        kind = rule.get("type", "int")
+        if kind == "int":
+            problem = _int_problem(key, value, rule)
+        elif kind == "ints":
+            if not isinstance(value, (tuple, list)):
+                problem = f"{key} must be a list with one integer per group, like [128, 256], got {value!r}"
+            else:
+                problem = next((p for p in (_int_problem(f"{key}[{i}]", v, rule) for i, v in enumerate(value)) if p),
+                               None)
+                count = args.get(rule.get("per", ""))
+                if problem is None and isinstance(count, int) and len(value) != count:
+                    problem = f"{key} must list {count} values ({rule['per']} = {count}), got {len(value)}"
+        else:
+            problem = None if isinstance(value, str) else f"{key} must be a word, got {value!r}"
+        if problem is None and "one_of" in rule and value not in rule["one_of"]:
+            problem = f"{key} must be one of {', '.join(map(str, rule['one_of']))}, got {value!r}"
+        if problem:
+            return problem
+    return None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from arena.specs import Case, format_spec
+from arena.specs import Case, check_case, format_spec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASE_SETS = ("tests", "benchmarks", "robustness")
@@ -40,7 +40,18 @@ class Task:
             if i < len(sol):
                 case.extra["sol_us"] = float(sol[i])
             cases.append(case)
+        self.check_cases(cases, f"{self.folder / 'task.yml'} `{which}`")
         return cases
+
+    def check_cases(self, cases: list[Case], where: str):
+        """Every case against task.yml's `case_rules`; TaskError naming the first broken case and why."""
+        rules = self.config.get("case_rules")
+        if not rules:
+            return
+        for i, case in enumerate(cases):
+            problem = check_case(case.args, rules)
+            if problem:
+                raise TaskError(f"{where}, case {i} ({case.spec}): {problem}")
 
     def speed_of_light_us(self, args: dict) -> float | None:
         """The SOL of the benchmark with the same arguments apart from the seed, if the task lists one."""
@@ -49,6 +60,11 @@ class Task:
             if {k: v for k, v in case.args.items() if k != "seed"} == key:
                 return case.extra.get("sol_us")
         return None
+
+    @property
+    def expect_mma(self) -> bool:
+        """Whether `eval.py compile` requires tensor-core MMA instructions (task.yml `expect_mma`)."""
+        return bool(self.config.get("expect_mma", False))
 
     @property
     def tolerance(self) -> dict:

@@ -55,7 +55,7 @@ CHECKS = [
           warning="super-batch", serial=True),
     Check("late write from a thread on a side stream", exploit("gpu_late_write_stream"), "leaderboard", SMALL,
           error="changed after custom_kernel returned"),
-    Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="output is on cpu, expected cuda"),
+    Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="a CPU tensor arrived where the device is cuda"),
     Check("untouched c", exploit("out_untouched_c"), "test", SMALL, error="returned the input c unchanged"),
     Check("fp32 output", exploit("out_fp32"), "test", SMALL, error="output dtype is torch.float32"),
     Check("replay: same cached tensor per shape", exploit("replay_shape"), "leaderboard", SMALL,
@@ -64,7 +64,7 @@ CHECKS = [
           error="a timed output is wrong"),
     Check("input zeroing", exploit("input_zeroing"), "test", SMALL, error="wrong result"),
     Check("code in the reply's pickle (exec in the parent)", exploit("pickle_exec"), "test", SMALL,
-          error="forbidden object (builtins.exec)"),
+          error="not a plain torch.Tensor"),
     Check("patching Event.elapsed_time", exploit("patch_harness_in_call"), "test", SMALL,
           error="replaced harness functions inside custom_kernel"),
     Check("forging the result pipe via /proc", exploit("fd_forge"), "test", SMALL,
@@ -83,7 +83,7 @@ def run_check(check: Check, workdir: str) -> dict:
     json_path = os.path.join(workdir, f"{tag}.json")
     exploit_dir = os.path.join(workdir, tag)
     os.makedirs(exploit_dir, exist_ok=True)
-    env = {**os.environ, "EXPLOIT_DIR": exploit_dir, **check.env}
+    env = {**os.environ, "EXPLOIT_DIR": exploit_dir, "ARENA_WORKER_WRITABLE": exploit_dir, **check.env}
     env.pop("POPCORN_FD", None)
     command = [sys.executable, os.path.join(ROOT, "eval.py"), check.mode, spec, "--submission",
                os.path.join(ROOT, check.submission), "--json", json_path, "--timeout", "120"]

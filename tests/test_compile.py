@@ -51,9 +51,10 @@ def test_ptxas_log_parsing_finds_registers_smem_and_spills():
     (kernel,) = arena_compile._parse_ptxas(log)
     assert (kernel.name, kernel.registers, kernel.smem, kernel.stack, kernel.spill_stores, kernel.spill_loads) == \
         ("_Z4gemmv", 168, 1024, 48, 24, 16)
-    build = arena_compile.Build(source="X", arch="sm_90a", ok=True, kernels=[kernel])
-    assert build.problems() == ["X (sm_90a): no HGMMA (wgmma) instruction in the SASS",
-                                "X (sm_90a): 40 bytes of register spills"]
+    build = arena_compile.Build(source="X", arch="sm_90a", status=arena_compile.BUILT, kernels=[kernel])
+    assert arena_compile.problems([build], expect_mma=True) == ["X (sm_90a): 40 bytes of register spills",
+                                                                "X (sm_90a): no HGMMA (wgmma) instruction in the SASS"]
+    assert arena_compile.problems([build], expect_mma=False) == ["X (sm_90a): 40 bytes of register spills"]
 
 
 @needs_nvcc
@@ -73,4 +74,4 @@ def test_a_build_error_is_one_line_naming_the_source(tmp_path):
 
 def test_no_cuda_source_is_a_clear_error(tmp_path):
     run = run_eval("compile", "--arch", "sm_90a", "--submission", write(tmp_path, "def custom_kernel(d):\n    return d\n"))
-    assert run.code == 112 and "has no module-level CUDA source string" in run.stdout
+    assert run.code == 112 and "has no CUDA source" in run.stdout

@@ -160,38 +160,24 @@ def test_guard_names_a_replaced_timer_and_is_quiet_otherwise():
     guard.check("after restoring")
 
 
-def test_reexec_moves_the_seed_out_of_the_process_environment(tmp_path):
-    script = tmp_path / "child.py"
-    script.write_text(
-        "import os, sys\n"
-        f"sys.path.insert(0, {ROOT!r})\n"
-        "from arena.integrity import reexec_without_secret, take_handed_seed\n"
-        "reexec_without_secret()\n"
-        "environ = open('/proc/self/environ', 'rb').read()\n"
-        "print(take_handed_seed(), b'424242' in environ, 'POPCORN_SEED' in os.environ)\n")
-    out = subprocess.run([sys.executable, str(script)], env={**os.environ, "POPCORN_SEED": "424242"},
-                         capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["424242", "False", "False"], out.stderr
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process controls")
-def test_sweep_kills_adopted_orphans(tmp_path):
-    script = tmp_path / "orphans.py"
-    script.write_text(
-        "import os, sys, time\n"
-        f"sys.path.insert(0, {ROOT!r})\n"
-        "from arena import integrity\n"
-        "integrity.harden_parent()\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        "        time.sleep(60); os._exit(0)\n"
-        "    os._exit(0)\n"
-        "time.sleep(0.3)\n"
-        "print(len(integrity._children()), integrity.sweep_children(), len(integrity._children()))\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
-    adopted, killed, left = out.stdout.split()
-    assert int(adopted) >= 1 and int(killed) >= 1 and left == "0", out.stderr
+def test_deep_guard_sees_code_defaults_and_module_globals_swapped_in_place():
+    from arena import timing
+    guard = integrity.HarnessGuard()
+    guard.check("now", deep=True)
+    code, defaults = integrity.time_calls_drain.__code__, integrity.time_calls_drain.__defaults__
+    try:
+        integrity.time_calls_drain.__defaults__ = (lambda: 0,)
+        assert "arena.integrity.time_calls_drain.__code__" in guard.violations(deep=True)
+        assert guard.violations(deep=False) == []          # identity alone cannot see it
+    finally:
+        integrity.time_calls_drain.__defaults__ = defaults
+    real_time = timing.time
+    try:
+        timing.time = object()
+        assert "arena.timing.time" in guard.violations(deep=True)
+    finally:
+        timing.time = real_time
+    assert integrity.time_calls_drain.__code__ is code and guard.violations(deep=True) == []
 
 
 def test_no_work_inside_the_timed_window_is_flagged():
@@ -207,34 +193,6 @@ def test_slices_of_one_output_pool_are_distinct_results():
     assert errors == ["", ""]
 
 
-def test_replies_carry_tensors_but_no_code():
-    from multiprocessing.reduction import ForkingPickler
-    t = torch.randn(4, 6).half().t()
-    reply = {"outputs": [t, [t[0], torch.zeros(3, dtype=torch.float8_e4m3fn)]], "times_ns": [1.0], "x": (1, "a")}
-    back = integrity.safe_loads(bytes(ForkingPickler.dumps(reply)))
-    assert torch.equal(back["outputs"][0], t) and back["outputs"][0].stride() == t.stride()
-    with pytest.raises(integrity.ForbiddenReply, match=r"forbidden object \(posix.system\)"):
-        integrity.safe_loads(bytes(ForkingPickler.dumps({"outputs": [_Evil()]})))
-
-
-class _Evil:
-    def __reduce__(self):
-        return (os.system, ("true",))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root-only rule")
-def test_no_capability_drop_where_the_worker_would_lose_its_jit_folder(tmp_path, monkeypatch):
-    submission = os.path.join(ROOT, "submissions", "torch_reference.py")
-    assert integrity.harden_blockers(submission) == [] or "TORCH_EXTENSIONS_DIR" in os.environ
-    folder = tmp_path / "someone_else"
-    folder.mkdir()
-    os.chown(folder, 4321, 4321)
-    folder.chmod(0o700)
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(folder / "ext"))
-    blockers = integrity.harden_blockers(submission)
-    assert blockers == [f"{folder} (owner uid 4321, mode 700)"]
-
-
 def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
     """Seen on an H100: the honest kernel (26.8 us) once drained 204 us in the middle of 3 wall-clock calls."""
     samples = [26_800.0] * 200
@@ -242,3 +200,17 @@ def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
                                   sync_ns=6_000.0) == []
     flags = integrity.timing_flags(samples, sol_us=1.333, drain_ns=[2_100_000.0] * 5, sync_ns=6_000.0)
     assert any("escapes the timed stream" in f for f in flags)
+
+
+def test_own_clock_check_tolerates_one_cold_call_in_a_short_run():
+    # What CI saw: three CPU runs, the first one 10x the others; the parent's clock agrees with the worker's.
+    from arena.modes import own_clock_check
+    samples = [30e6, 2.6e6, 2.6e6]
+    assert own_clock_check(samples, [(3, sum(samples) + 3 * 0.2e6)], 0.2e6) == ""
+
+
+def test_own_clock_check_flags_a_forged_clock():
+    from arena.modes import own_clock_check
+    samples = [1.5e3] * 3                      # the worker claims 1.5 us; each call really took 2.6 ms
+    message = own_clock_check(samples, [(3, 3 * 2.8e6)], 0.2e6)
+    assert "disagrees with the evaluator's own clock" in message and "2600.0 us" in message

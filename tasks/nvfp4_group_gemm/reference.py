@@ -13,6 +13,10 @@ sfb padding (device). Extra keyword `data`: "official" (default), "allcodes" or 
 
 `ref_kernel` writes c_i = A_i·B_iᵀ into each group's c and returns the list: torch._scaled_mm on sm_100+,
 exact emulation elsewhere. The check covers the list's length and every group's dtype, shape and device.
+
+The competition's helpers, which submissions import, have its names and behaviour: `sf_vec_size`,
+`ceil_div`, `to_blocked` (pads irregular shapes with zeros, as this task's official one does),
+`create_reordered_scale_factor_tensor` and `_create_fp4_tensors` (same random calls).
 """
 import torch
 
@@ -20,8 +24,30 @@ from task import input_t, output_t
 from arena import generators as gen
 from arena.checking import make_match_reference
 from arena.emulation import block_scaled_mm
+from arena.formats import BLOCK_SIZE
+from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 L = 1       # every group has one batch
+sf_vec_size = BLOCK_SIZE
+
+
+def to_blocked(input_matrix):
+    """The competition's helper: [rows, K/16] scales -> flat cuBLAS 128x4 blocked layout, padded to 128 rows
+    and 4 columns with zeros (this task's official helper pads with 0, the others cannot pad)."""
+    return _blocked(input_matrix, pad=True, fill=0.0)
+
+
+def create_reordered_scale_factor_tensor(l: int, mn: int, k: int, ref_f8_tensor: torch.Tensor) -> torch.Tensor:
+    """The competition's helper: plain scales [mn, K/16, l] -> the permuted (32, 4, ceil(mn/128), 4,
+    ceil(K/64), l) copy on the GPU (the CPU here without one), padding random in {1, 2} from one randint."""
+    device = gen.default_device()
+    sf_k = gen.scale_columns(k)
+    return gen.permuted(ref_f8_tensor[:mn, :sf_k, :l], gen.int_padding(l, mn, sf_k, 1, 3, device))
+
+
+def _create_fp4_tensors(l: int, mn: int, k: int) -> torch.Tensor:
+    """The competition's helper: one randint of bytes masked to codes {0-3, 8-11}, as fp4x2 [mn, K/2, l]."""
+    return gen.fp4_operand(l, mn, k, gen.default_device(), 0, 255, mask=gen.SIGN_AND_LOW_BITS)
 
 
 def ref_kernel(data: input_t) -> output_t:
@@ -63,14 +89,12 @@ def generate_input(m: tuple, n: tuple, k: tuple, g: int, seed: int, data: str = 
             sfa, sfb = gen.allcodes_scales(L, mi, sf_k, "cpu"), gen.allcodes_scales(L, ni, sf_k, "cpu")
             reordered = (gen.permuted(sfa, device=device), gen.permuted(sfb, device=device))
         else:
-            a = gen.fp4_operand(L, mi, ki, device, 0, 255, mask=gen.SIGN_AND_LOW_BITS)
-            b = gen.fp4_operand(L, ni, ki, device, 0, 255, mask=gen.SIGN_AND_LOW_BITS)
+            a, b = _create_fp4_tensors(L, mi, ki), _create_fp4_tensors(L, ni, ki)
             c = gen.fp16_output(L, mi, ni, device)
             sfa = gen.int_scales(L, mi, sf_k, 1, 3, "cpu")
             sfb = gen.int_scales(L, ni, sf_k, 1, 3, "cpu")
-            sfa_reordered = gen.permuted(sfa, gen.int_padding(L, mi, sf_k, 1, 3, device))
-            sfb_reordered = gen.permuted(sfb, gen.int_padding(L, ni, sf_k, 1, 3, device))
-            reordered = (sfa_reordered, sfb_reordered)
+            reordered = (create_reordered_scale_factor_tensor(L, mi, ki, sfa),
+                         create_reordered_scale_factor_tensor(L, ni, ki, sfb))
         abc_tensors.append((a, b, c))
         sfasfb_tensors.append((sfa, sfb))
         reordered_tensors.append(reordered)

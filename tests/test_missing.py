@@ -1,0 +1,90 @@
+"""arena/missing.py: one plain line for a submission that cannot run here (no CuTe DSL, no CUDA GPU, not a
+Blackwell, a kernel built for another arch), and the CuTe DSL extra pinned to the competition's version."""
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from arena import missing
+from arena.missing import CUTE_DSL_INSTALL, explain_import_error
+from tests.evalrun import ROOT
+
+HOPPER, BLACKWELL = (9, 0), (10, 0)
+
+
+def test_missing_cute_dsl_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cutlass", None)          # import fails as if it were not installed
+    with pytest.raises(ModuleNotFoundError) as caught:
+        importlib.import_module("cutlass.cute")
+    for capability in (None, HOPPER, BLACKWELL):
+        line = explain_import_error(caught.value, capability)
+        assert line == ("needs CuTe DSL (nvidia-cutlass-dsl), which is not installed (no module 'cutlass.cute'): "
+                        "python3 -m pip install -r requirements-cute.txt")
+    assert "requirements-cute.txt" in explain_import_error(ModuleNotFoundError("x", name="cuda.bindings"), None)
+    assert explain_import_error(ModuleNotFoundError("No module named 'numpy'", name="numpy"), None) is None
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a CPU-only torch to raise the real error")
+def test_cpu_only_torch_errors_become_needs_a_cuda_gpu():
+    with pytest.raises(Exception) as caught:
+        torch.zeros(1, device="cuda")
+    assert explain_import_error(caught.value, None) == "needs a CUDA GPU (this machine has none)"
+
+
+@pytest.mark.parametrize("error", [
+    OSError("CUDA_HOME environment variable is not set. Please set it to your CUDA install root."),
+    AssertionError("Torch not compiled with CUDA enabled"),
+    RuntimeError("Found no NVIDIA driver on your system."),
+    RuntimeError("CUDA error: no kernel image is available for execution on the device"),
+])
+def test_cuda_needing_errors_on_a_cpu_machine(error):
+    assert explain_import_error(error, None) == "needs a CUDA GPU (this machine has none)"
+
+
+def test_no_kernel_image_names_both_architectures():
+    error = RuntimeError("CUDA error: no kernel image is available for execution on the device\nCUDA kernel "
+                         "errors might be asynchronously reported")
+    assert explain_import_error(error, HOPPER, built_for=["sm_100a"]) == \
+        "no kernel image for this GPU: built for sm_100a, this is sm_90"
+    assert explain_import_error(error, HOPPER) == \
+        "no kernel image for this GPU (sm_90): its CUDA code was built for another architecture"
+
+
+class OpError(Exception):
+    """Stands in for cutlass.cute.nvgpu.common.OpError, which the DSL raises for unsupported instructions."""
+
+
+@pytest.mark.parametrize("error", [
+    OpError("expects arch to be one of [sm_100a, sm_103a], but got sm_90"),
+    RuntimeError("tcgen05.alloc is not supported on this target"),
+    RuntimeError("CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul"),
+])
+def test_blackwell_only_code_on_hopper_says_so(error):
+    assert explain_import_error(error, HOPPER) == "needs a Blackwell GPU (sm_100a), this is sm_90"
+    assert explain_import_error(error, BLACKWELL) is None       # on Blackwell it is a real failure
+
+
+def test_other_errors_are_left_alone():
+    for capability in (None, HOPPER, BLACKWELL):
+        assert explain_import_error(ValueError("shape mismatch: 128 vs 256"), capability) is None
+
+
+def test_a_newer_cute_dsl_that_lacks_a_name_points_at_the_pinned_version(monkeypatch):
+    error = AttributeError("module 'cutlass.cute.arch' has no attribute 'ProxyKind'")
+    monkeypatch.setattr(missing, "_dsl_version", lambda: "4.8.1")
+    assert explain_import_error(error, BLACKWELL) == (
+        "CuTe DSL 4.8.1 lacks a name this code uses (module 'cutlass.cute.arch' has no attribute 'ProxyKind'); "
+        "the competition ran 4.3.5: python3 -m pip install -r requirements-cute.txt")
+    monkeypatch.setattr(missing, "_dsl_version", lambda: "4.3.5")
+    assert explain_import_error(error, BLACKWELL) is None
+
+
+def test_the_extra_pins_the_competitions_version_and_is_documented():
+    lines = [line.strip() for line in (Path(ROOT) / "requirements-cute.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines == [f"nvidia-cutlass-dsl=={missing.CUTE_DSL_PIN}"]
+    assert CUTE_DSL_INSTALL in (Path(ROOT) / "README.md").read_text()
+    assert re.search(r"kernelbot.*modal_runner\.py", (Path(ROOT) / "requirements-cute.txt").read_text())
