@@ -100,6 +100,24 @@ def write_json(path: str, mode: str, task: str, submission: str, results: list[C
 
 # ---- the terminal ------------------------------------------------------------------------------------
 
+def print_failure_details(console, results: list) -> None:
+    """Under the table, each failed case's details (mismatches, the traceback tail) and diagnosis, but one
+    traceback only once: a later case with the same error and details points back to the first."""
+    first_with = {}
+    for r in results:
+        if r.passed or not (r.details or r.diagnosis):
+            continue
+        key = (r.error, tuple(r.details))
+        if r.details and not r.diagnosis and key in first_with:
+            console.print(f"[bold]case {r.index}[/bold]: same error as case {first_with[key]}", highlight=False)
+            continue
+        first_with.setdefault(key, r.index)
+        console.print(f"[bold]case {r.index}[/bold] ({r.spec}):", markup=True, highlight=False)
+        for line in r.details[:8]:
+            console.print(f"    {line}", markup=False, highlight=False)
+        render_diagnosis(console, r)
+
+
 def render_diagnosis(console, r: CaseResult):
     """The diagnosis of a wrong output (arena/diagnose.py) under its case: a sentence, then the evidence."""
     if not r.diagnosis:
@@ -129,12 +147,7 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
             table.add_row(mark, str(r.index), Text(r.spec), Text(r.message or "pass") if r.passed
                           else Text(r.error, style="red"))
         console.print(table)
-        for r in results:
-            if not r.passed and (r.details or r.diagnosis):
-                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):", markup=True, highlight=False)
-                for line in r.details[:8]:
-                    console.print(f"    {line}", markup=False, highlight=False)
-                render_diagnosis(console, r)
+        print_failure_details(console, results)
     elif mode == "profile":
         for r in results:
             console.print(f"[bold]case {r.index}[/bold] ({r.spec})")
@@ -153,6 +166,7 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
                 table.add_row("[red]✘[/red]", str(r.index), Text(r.spec), Text(r.error, style="red"), "", "", "", "")
         geo = geomean_us(results)
         console.print(table)
+        print_failure_details(console, results)
         if geo is not None:
             console.print(f"geometric mean: [bold]{geo:.3f} µs[/bold]")
         for r in results:

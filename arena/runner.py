@@ -103,7 +103,7 @@ class Worker:
             self.stop()
             raise WorkerFailure(reply["error"], replace=True,
                                 traceback="\n".join(x for x in (str(reply.get("traceback", "")), text) if x))
-        self.notices = [sandbox.clean_text(n, 200) for n in reply.get("notices", []) if isinstance(n, str)][:4]
+        self._note(reply)
         self.hardening = self.isolation.state
 
     def _probe(self) -> bool:
@@ -188,8 +188,17 @@ class Worker:
         elapsed = float(time.perf_counter_ns() - started)
         return self._parse(reply, reply_fds, sent, elapsed)
 
+    def _note(self, reply: dict):
+        """Keep the worker's one-line announcements (deduplicated, cleaned, at most 4) across its replies
+        and across replacement workers."""
+        for notice in reply.get("notices", []) if isinstance(reply.get("notices"), list) else []:
+            line = sandbox.clean_text(notice, 200) if isinstance(notice, str) else ""
+            if line and line not in self.notices and len(self.notices) < 4:
+                self.notices.append(line)
+
     def _parse(self, reply: dict, fds: list[int], sent: list, elapsed: float) -> Reply:
         text = self.output_text()
+        self._note(reply)
         if "error" in reply:
             channel._close_all(fds)
             broken = bool(reply.get("cuda_broken")) or bool(reply.get("poisoned"))

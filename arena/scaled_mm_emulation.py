@@ -28,6 +28,7 @@ OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _PARAMS = ("self", "mat2", "scale_a", "scale_b", "bias", "scale_result", "out_dtype", "use_fast_accum")
 
 _original = None        # the real torch._scaled_mm while the wrapper is installed
+calls = 0               # NVFP4 calls emulated so far: the worker announces emulation once there was one
 
 
 def _scale_entries(rows: int, k_packed: int) -> int:
@@ -128,6 +129,8 @@ def _scaled_mm(*args, **kwargs):
             any(p not in values for p in _PARAMS[:4]):
         raise TypeError(f"torch._scaled_mm() takes ({', '.join(_PARAMS)}, *, out=None); "
                         f"got {len(args)} positional arguments and keywords {sorted(kwargs)}")
+    global calls
+    calls += 1
     if values.get("use_fast_accum"):
         raise RuntimeError("torch._scaled_mm: `use_fast_accum` is not supported when `mat1` or `mat2` tensors "
                            "have the `Float4_e2m1fn_x2` dtype.")

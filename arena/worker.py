@@ -29,6 +29,21 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _explained(error: BaseException, device: str) -> str:
+    """The plain cause when the error only means "this machine cannot run it" (arena/missing.py), else the
+    error's own first line; the raw text stays in the traceback."""
+    try:
+        from arena import missing
+        capability = None
+        if device == "cuda":
+            import torch
+            capability = tuple(torch.cuda.get_device_capability())
+        cause = missing.explain_import_error(error, capability)
+    except Exception:
+        cause = None
+    return cause or _first_line(error)
+
+
 def _cuda_broken() -> bool:
     import torch
     if not torch.cuda.is_available():
@@ -112,7 +127,16 @@ class Session:
             outputs.append(self.custom_kernel(data))
             self.host_us = (time.perf_counter() - start) * 1e6
             self._sync()
+        self._launch_check()
         return {"outputs": outputs}
+
+    def _launch_check(self):
+        """A launch that failed without raising (a raw <<<>>> of a kernel built for another GPU leaves
+        "no kernel image" in CUDA's last-error state and the output untouched) surfaces here, named, instead
+        of as a wrong result: torch checks the last error after launching its own kernel."""
+        if self.device == "cuda":
+            self.torch.ones(1, device="cuda").add_(1)
+            self.torch.cuda.synchronize()
 
     def time(self, inputs: list, empty: bool = False) -> dict:
         """Timed calls only (never mixed with untimed ones: work could be deferred to those). With `empty`,
@@ -188,6 +212,11 @@ def _probe(sock, device: str, request, fds) -> bool:
         return False
 
 
+def _notices(emulation) -> list[str]:
+    """Announced once the submission's calls were emulated (an import-time call counts too)."""
+    return [emulation.ANNOUNCEMENT] if emulation is not None and emulation.calls else []
+
+
 def _close(fds):
     for fd in fds:
         os.close(fd)
@@ -202,16 +231,15 @@ def serve(sock: socket.socket, isolation: str):
     channel.send(sock, {"isolation": isolation})
     hello, _ = channel.receive(sock)
     device = hello["device"]
-    notices = []
-    try:                    # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly (issue 13)
+    emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly (issue 13)
+    try:
         from arena import scaled_mm_emulation
         capability = None
         if device == "cuda":
             import torch
             capability = tuple(torch.cuda.get_device_capability())
-        notice = scaled_mm_emulation.install(capability)
-        if notice:
-            notices.append(notice)
+        if scaled_mm_emulation.install(capability):
+            emulation = scaled_mm_emulation
     except ImportError:
         pass
     if hello.get("probe"):
@@ -224,10 +252,10 @@ def serve(sock: socket.socket, isolation: str):
         channel.send(sock, {"error": str(error)})
         return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
-        channel.send(sock, {"error": f"cannot import submission: {_first_line(error)}",
+        channel.send(sock, {"error": f"cannot import submission: {_explained(error, device)}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
-    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": notices})
+    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation)})
     ops = {"run": session.run, "time": session.time, "wall": session.wall, "profile": session.profile}
     while True:
         try:
@@ -249,7 +277,7 @@ def serve(sock: socket.socket, isolation: str):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
-            reply = {"error": _first_line(error), "traceback": traceback.format_exc(limit=-3),
+            reply = {"error": _explained(error, device), "traceback": traceback.format_exc(limit=-3),
                      "cuda_broken": _cuda_broken()}
         out_fds = []
         if "outputs" in reply:
@@ -258,6 +286,7 @@ def serve(sock: socket.socket, isolation: str):
                 reply["data"], out_fds = encoder.finish(encoder.tree(reply.pop("outputs")))
             except Exception as error:    # an output that cannot be shared (odd device, closed storage, ...)
                 reply = {"error": f"the output could not be sent to the evaluator: {_first_line(error)}"}
+        reply["notices"] = _notices(emulation)
         try:
             channel.send(sock, reply, out_fds)
         finally:

@@ -140,4 +140,24 @@ def test_missing_submission_and_bad_only_are_one_line_usage_errors():
 def test_a_cuda_only_submission_fails_with_one_line_on_the_cpu(small_spec):
     run = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"), popcorn=True)
     assert run.code == 112
-    assert "CUDA" in run.keys["test.0.error"] and "\n" not in run.keys["test.0.error"]
+    assert run.keys["test.0.error"] == "needs a CUDA GPU (this machine has none)"
+    assert run.keys["test.1.error"] == "needs a CUDA GPU (this machine has none)"
+
+
+def test_the_same_traceback_is_shown_once_not_per_case(small_spec):
+    run = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"))
+    assert run.code == 112
+    assert run.stdout.count("AssertionError: Torch not compiled with CUDA enabled") == 1, run.stdout
+    assert "case 1" in run.stdout and "same error as case 0" in run.stdout
+
+
+def test_a_scaled_mm_submission_passes_off_blackwell_and_says_it_was_emulated(small_spec):
+    run = run_eval("test", small_spec, "--submission", submission("scaled_mm_lookalike.py"), popcorn=True)
+    assert run.code == 0, run.stderr
+    assert run.keys["check"] == "pass"
+    assert "emulated torch._scaled_mm: times are not comparable" in run.stderr
+
+
+def test_no_emulation_notice_when_the_submission_never_called_scaled_mm(small_spec):
+    run = run_eval("test", small_spec, "--submission", GOOD, popcorn=True)
+    assert run.code == 0 and "emulated torch._scaled_mm" not in run.stderr
