@@ -58,6 +58,7 @@ RULES = (
      "creates events without timing"),
 )
 
+_DIRECTIVE = re.compile(r"#!POPCORN\s")
 _COMPILED = [(code, re.compile(pattern), message) for code, pattern, message in RULES]
 
 
@@ -65,6 +66,8 @@ def scan_text(text: str) -> list[Finding]:
     """Every rule that matches, with the (1-based) line numbers where it does."""
     found = {}
     for number, line in enumerate(text.splitlines(), 1):
+        if _DIRECTIVE.match(line):      # "#!POPCORN leaderboard ..." / "#!POPCORN gpu B200": the CLI's header
+            continue
         for code, pattern, message in _COMPILED:
             if pattern.search(line):
                 found.setdefault(code, Finding(code, message, [])).lines.append(number)

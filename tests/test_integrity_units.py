@@ -46,6 +46,12 @@ def test_an_honest_submission_raises_no_static_warning():
     assert static_checks.scan(os.path.join(ROOT, "submissions", "torch_reference.py")) == []
 
 
+def test_popcorn_cli_directives_are_not_environment_reads():
+    header = "#!POPCORN leaderboard nvfp4_gemm\n#!POPCORN gpu B200\nimport torch\n"
+    assert static_checks.scan_text(header) == []
+    assert [f.code for f in static_checks.scan_text(header + "x = 'POPCORN_SEED'\n")] == ["environment"]
+
+
 def test_the_flagship_submission_never_contains_the_word_stream():
     """The competition rejects any submission whose text contains `stream` (any case, comments too)."""
     path = os.path.join(ROOT, "submission.py")
