@@ -382,9 +382,15 @@ def timing_flags(samples_ns: list[float], sol_us: float | None, wall_ns: list[fl
     elif wall_ns and statistics.median(wall_ns) > 4 * median + 200e3:
         flags.append(f"event time {median / 1e3:.1f} us vs synchronized wall-clock "
                      f"{statistics.median(wall_ns) / 1e3:.1f} us per call: work may escape the timed stream")
-    if empty_ns and len(samples_ns) >= 4:
+    slowest = max(samples_ns)
+    if len(samples_ns) >= 8 and slowest >= 0.5 * sum(samples_ns) and slowest >= 100 * median:
+        # Without an empty window to compare (its cost varies with the host), the shape alone: one call held
+        # most of the time and two orders of magnitude more than the typical call.
+        flags.append(f"one of {len(samples_ns)} timed calls took {slowest / 1e3:.1f} us, "
+                     f"{100 * slowest / sum(samples_ns):.0f}% of all timed time, the median "
+                     f"{median / 1e3:.2f} us: one call doing the work of many (super-batch) or replayed results")
+    elif empty_ns and len(samples_ns) >= 4:
         empty = sum(s <= 2 * empty_ns + 1000 for s in samples_ns)
-        slowest = max(samples_ns)
         if empty * 4 >= len(samples_ns) and slowest > 4 * median and slowest >= 0.5 * sum(samples_ns):
             flags.append(f"{empty} of {len(samples_ns)} timed calls took no longer than an empty timed window "
                          f"({empty_ns / 1e3:.2f} us) while the slowest took {slowest / 1e3:.1f} us: one "

@@ -33,7 +33,7 @@ class Check:
     mode: str
     spec: str
     error: str | None = None      # expected in the case's error (the case must fail), or
-    warning: str | None = None    # expected in the case's warnings (the case passes, flagged)
+    warning: tuple = ()           # any of these in the case's warnings (the case passes, flagged)
     clean: bool = False           # an honest control: passes, no warning at all
     serial: bool = False          # timing-sensitive: run alone
     env: dict = field(default_factory=dict)
@@ -50,9 +50,9 @@ CHECKS = [
     Check("honest control: fresh output tensor", exploit("honest_fresh_output"), "leaderboard", SMALL,
           clean=True, serial=True),
     Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
-          warning="escapes the timed stream", serial=True),
+          warning=("escapes the timed stream", "speed of light"), serial=True),
     Check("super-batch (one call computes the batch)", exploit("super_batch"), "leaderboard", BENCH_SMALL,
-          warning="super-batch", serial=True),
+          warning=("super-batch", "empty timed window", "speed of light"), serial=True),
     Check("late write from a thread on a side stream", exploit("gpu_late_write_stream"), "leaderboard", SMALL,
           error="changed after custom_kernel returned"),
     Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="a CPU tensor arrived where the device is cuda"),
@@ -123,7 +123,7 @@ def run_check(check: Check, workdir: str) -> dict:
         row["caught"] = proc.returncode == 112 and check.error in error and "FORGED" not in raw
         row["how"] = error or f"exit {proc.returncode}, no error"
     else:
-        hits = [w for w in warnings if check.warning in w]
+        hits = [w for w in warnings if any(expected in w for expected in check.warning)]
         row["caught"] = bool(hits)
         row["how"] = f"flag: {hits[0]}" if hits else f"NOT flagged (exit {proc.returncode}; {error or warnings})"
         if warnings and len(warnings) > 1:

@@ -85,9 +85,19 @@ def test_work_escaping_the_timed_stream_is_flagged():
 
 
 def test_super_batch_pattern_is_flagged():
-    samples = [400_000.0] + [3_100.0] * 19          # one call did everything, the rest an empty window
+    samples = [200_000.0] + [3_100.0] * 19          # one call did everything, the rest an empty window
     flags = integrity.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
     assert len(flags) == 1 and "19 of 20 timed calls took no longer than an empty timed window" in flags[0]
+    samples = [400_000.0] + [3_100.0] * 19          # 129x the median: the shape alone says it
+    flags = integrity.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
+    assert len(flags) == 1 and "one call doing the work of many (super-batch)" in flags[0]
+
+
+def test_super_batch_is_flagged_without_an_empty_window():
+    # What the CPU showed: a batch of 20, one call 990 ms, the others 17 us each.
+    samples = [990e6] + [17e3] * 19
+    flags = integrity.timing_flags(samples, sol_us=None)
+    assert len(flags) == 1 and "one call doing the work of many (super-batch)" in flags[0]
 
 
 def test_one_slow_outlier_is_not_a_super_batch():

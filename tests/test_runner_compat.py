@@ -97,9 +97,7 @@ def test_runner_runs_the_test_mode_from_only_the_listed_files(task, tmp_path):
     assert keys.get("check") == "pass" and keys.get("test-count") == "1" and keys.get("test.0.status") == "pass", keys
 
 
-@pytest.mark.parametrize("mode", ["benchmark", "leaderboard", pytest.param("profile", marks=pytest.mark.xfail(
-    reason="known defect, open in issue 12's note: from a runner folder the sandboxed worker's profiler finds no "
-           "usable temporary directory (its private home is writable from a normal checkout)", strict=False))])
+@pytest.mark.parametrize("mode", ["benchmark", "leaderboard", "profile"])
 def test_runner_runs_the_timed_modes_from_only_the_listed_files(mode, tmp_path):
     assemble(TASK_YMLS["nvfp4_gemm"], SUBMISSIONS["nvfp4_gemm"].read_text(), tmp_path)
     spec = build_test_string({"m": 128, "n": 256, "k": 256, "l": 1, "seed": 1111})
