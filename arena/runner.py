@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from arena import channel, sandbox, tensorwire
+from arena.compile import cutlass_include_dirs
 from arena.nested import map_leaves
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +57,17 @@ def clone_data(data):
     return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
 
 
+def with_cutlass_headers(env: dict) -> dict:
+    """load_inline sources that include <cutlass/...> without naming an include path built on the
+    competition's image; here CUTLASS comes from the nvidia-cutlass package (or CUTLASS_PATH), put on CPATH
+    (gcc and nvcc read it) and CUTLASS_PATH (which some submissions read themselves)."""
+    headers = cutlass_include_dirs()
+    if headers:
+        env["CPATH"] = os.pathsep.join(headers + ([env["CPATH"]] if env.get("CPATH") else []))
+        env.setdefault("CUTLASS_PATH", os.path.dirname(headers[0]))
+    return env
+
+
 @dataclass
 class Worker:
     """One worker process holding the imported submission."""
@@ -79,7 +91,7 @@ class Worker:
             self.isolation.state = f"off: CUDA failed in the isolated worker ({self.probe_failed})"
             self.isolation.weak = self.isolation.state
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = self.isolation.environment(ROOT)
+        env = with_cutlass_headers(self.isolation.environment(ROOT))
         env[sandbox.NO_SANDBOX_ENV] = "0" if self.isolation.home else "1"
         env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
         self.process = subprocess.Popen([sys.executable, "-B", "-m", "arena.worker"], env=env,

@@ -204,11 +204,13 @@ def _int(value, what: str, low: int = 0, high: int = 1 << 62) -> int:
 
 class Decoder:
     """Rebuilds a tree sent by the other side. `inputs[i]` is the i-th storage this side sent in the
-    request being answered (for "input" references); `device` is the only device the data may live on."""
+    request being answered (for "input" references); `device` is the only device the data may live on, besides
+    the CPU where `cpu_too` (the inputs of a GPU run: group gemm keeps its reference scales on the CPU)."""
 
-    def __init__(self, device: str, inputs: list[torch.UntypedStorage] | None = None):
+    def __init__(self, device: str, inputs: list[torch.UntypedStorage] | None = None, cpu_too: bool = False):
         self.device = device
         self.inputs = inputs or []
+        self.cpu_too = cpu_too
         self.nodes = 0
         self.storage_pointers: list[int] = []      # data_ptr of each decoded storage, by index (-1: empty)
 
@@ -252,7 +254,7 @@ class Decoder:
         nbytes = _int(entry.get("nbytes"), "a storage size", 0, MAX_BYTES)
         start = _int(entry.get("start"), "a storage start")
         if "cpu" in entry:
-            if self.device != "cpu":
+            if self.device != "cpu" and not self.cpu_too:
                 raise WireError("a CPU tensor arrived where the device is " + self.device)
             mapped = maps[_int(entry["cpu"], "a buffer index", 0, len(maps) - 1)] if maps else None
             if nbytes == 0:

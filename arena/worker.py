@@ -264,7 +264,7 @@ def serve(sock: socket.socket, isolation: str):
             return
         if request is None or not isinstance(request, dict):
             return
-        decoder = tensorwire.Decoder(device)
+        decoder = tensorwire.Decoder(device, cpu_too=True)      # inputs: what the task generated, as it is
         try:
             inputs = decoder.decode(request["data"], fds) if "data" in request else [None] * request.get("n", 0)
             session.guard.check("between calls")

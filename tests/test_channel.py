@@ -110,3 +110,14 @@ def test_secrets_leave_the_command_line():
 
 def test_seals_constant_is_what_the_decoder_requires():
     assert tensorwire.SEALS & fcntl.F_SEAL_SHRINK
+
+
+def test_cpu_tensors_cross_to_a_gpu_worker_only_as_inputs():
+    """Group gemm keeps its reference scales on the CPU in a GPU run (as the official task does): the worker's
+    input decoder takes them; a CPU tensor among a GPU run's outputs is still refused."""
+    scales = torch.arange(12, dtype=torch.uint8).view(3, 4)
+    body, fds = tensorwire.encode([scales])
+    inputs = tensorwire.Decoder("cuda", cpu_too=True).decode(body, [os.dup(fd) for fd in fds])
+    assert inputs[0].device.type == "cpu" and torch.equal(inputs[0], scales)
+    with pytest.raises(tensorwire.WireError, match="a CPU tensor arrived where the device is cuda"):
+        tensorwire.Decoder("cuda").decode(body, fds)

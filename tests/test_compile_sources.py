@@ -5,7 +5,9 @@ with their own flags and include folders, <Python.h> / <torch/extension.h> inclu
 without any `__global__`, sources written only for sm_100a, a CUDA-core GEMV kernel and an MMA kernel
 beside a CUDA-core epilogue. The builds use the real nvcc; they skip with one reason without it.
 """
+import os
 import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -261,3 +263,24 @@ def test_a_cuda_core_epilogue_beside_an_mma_kernel_passes_the_rule(tmp_path):
     run = compile_run(write(tmp_path, MMA_AND_EPILOGUE), "--task", f"{ROOT}/tasks/nvfp4_dual_gemm", "--arch", "sm_90a")
     assert run.code == 0, run.stdout + run.stderr
     assert "HGMMA" in run.stdout and "sm_90a: 2 built" in run.stdout
+
+
+def test_the_worker_finds_cutlass_headers_as_the_competition_image_did(monkeypatch, tmp_path):
+    """A load_inline source that includes <cutlass/...> without extra_include_paths: the worker's environment
+    puts the installed CUTLASS on CPATH, and nvcc then builds it (a real nvcc run when both exist)."""
+    from arena import runner
+    include = tmp_path / "cutlass" / "include"
+    (include / "cutlass").mkdir(parents=True)
+    (include / "cutlass" / "probe.h").write_text("#define ARENA_PROBE 1\n")
+    monkeypatch.setattr(runner, "cutlass_include_dirs", lambda: [str(include)])
+    env = runner.with_cutlass_headers({"CPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
+    assert env["CPATH"] == f"{include}{os.pathsep}/elsewhere" and env["CUTLASS_PATH"] == str(tmp_path / "cutlass")
+    assert runner.with_cutlass_headers({"CUTLASS_PATH": "/mine"})["CUTLASS_PATH"] == "/mine"
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc:
+        source = tmp_path / "k.cu"
+        source.write_text("#include <cutlass/probe.h>\n#if ARENA_PROBE != 1\n#error no\n#endif\n"
+                          "__global__ void k(int *x) { x[0] = ARENA_PROBE; }\n")
+        built = subprocess.run([nvcc, "-c", str(source), "-o", str(tmp_path / "k.o")], env=env,
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0, built.stderr
