@@ -37,16 +37,20 @@ def fail_setup(message: str, code: int):
 @click.option("--json", "json_path", default=None, help="Also write the results to this JSON file.")
 @click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before the "
               "submission is killed (its first case includes any JIT compile).")
-@click.option("--max-runs", type=int, default=None, help="Most timed calls per benchmark case.")
+@click.option("--max-runs", type=int, default=None, help="Most timed samples per benchmark case (a sample is N calls "
+              "under the competition's timing); also caps the untimed check calls.")
 @click.option("--max-time", type=float, default=None, help="Most seconds of timing per benchmark case.")
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
               help="compile mode: the target(s) to build for (default both).")
 @click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
               help="compile mode: require tensor-core MMA instructions (default: as the task says).")
+@click.option("--timing", "timing_method", type=click.Choice(("competition", "per-call")), default=None,
+              help="competition: N distinct inputs back to back per sample, as the competition's eval.py times "
+              "this task (default on a GPU); per-call: every call alone with a cold L2 (default on the CPU).")
 @click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation (needed "
               "to rank when the evaluator is not root; never for untrusted code).")
 def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs,
-         expect, no_sandbox):
+         expect, timing_method, no_sandbox):
     """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile, compile or diagnose."""
     if mode == "compile":
         sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
@@ -98,7 +102,7 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     static = static_checks.scan(submission)
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
-                                          sandboxed=not no_sandbox)
+                                          sandboxed=not no_sandbox, timing_method=timing_method)
     except sandbox.Terminated as stop:
         click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
         sys.exit(128 + stop.signum)
@@ -168,7 +172,8 @@ def _take_secret_seed(cli_seed):
         fail_setup(f"POPCORN_SEED must be an integer, got {raw!r}", EXIT_SPEC)
 
 
-def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True):
+def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
+             timing_method=None):
     import torch
     from arena.modes import CaseResult, Evaluator, Limits
     from arena.report import system_info
@@ -191,7 +196,8 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     limits = Limits(case_timeout=timeout,
                     max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
                     max_wall=max_time or (30.0 if ranked else 10.0) / (1 if device == "cuda" else 5),
-                    check_every=ranked)
+                    check_every=ranked, method=timing_method or ("competition" if device == "cuda" else "per-call"),
+                    calls_per_sample=task.competition_calls, capped=max_runs is not None)
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
                     sandboxed=sandboxed)

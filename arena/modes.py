@@ -28,6 +28,9 @@ class Limits:
     max_runs: int = 200             # timed calls per benchmark case
     max_wall: float = 10.0          # s of timing per benchmark case
     check_every: bool = False       # check every timed output (leaderboard), not one per batch
+    method: str = "competition"     # "competition": calls_per_sample inputs back to back per sample; "per-call"
+    calls_per_sample: int = 1       # the competition's number for the task (task.yml competition_timing)
+    capped: bool = False            # --max-runs given: it caps the untimed check calls too
 
 
 @dataclass
@@ -45,6 +48,7 @@ class CaseResult:
     diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)
+    timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
 
     def as_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
@@ -199,16 +203,21 @@ class Evaluator:
                 return result
             del data, output
             batch = _batch_size(self.generate(case.args), self.device)
+            together = limits.method == "competition" and limits.calls_per_sample > 1
+            result.timing = {"method": limits.method,
+                             "calls_per_sample": limits.calls_per_sample if together else 1}
             samples, calls, started, batches = [], 0, time.perf_counter(), []
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
-                size = min(batch, limits.max_runs - len(samples))
+                # Competition: one request is one sample of N distinct inputs, each fresh (a cached result
+                # cannot be replayed); per-call: one request holds several one-call samples.
+                size = limits.calls_per_sample if together else min(batch, limits.max_runs - len(samples))
                 offset = self.salt + SEED_STRIDE * calls
                 originals = [self.generate(case.args, offset + SEED_STRIDE * (i + 1)) for i in range(size)]
                 labels = [f"timed call {calls + i}" for i in range(size)]
                 calls += size
-                reply = self._call("time", originals, result)        # timed calls only, never mixed
+                reply = self._call("time", originals, result, together=together)   # timed calls only, never mixed
                 times = reply.fields.get("times_ns", [])
-                if len(times) != size or len(reply.outputs) != size:
+                if len(times) != (1 if together else size) or len(reply.outputs) != size:
                     raise WorkerFailure(f"the worker answered {len(times)} times and {len(reply.outputs)} outputs "
                                         f"for {size} timed calls", replace=True)
                 samples += times
@@ -217,19 +226,21 @@ class Evaluator:
                     return result
             # Untimed checks, each in a request of its own: sync-to-sync calls (the drain), and the same
             # timed loop around an empty call (the parent's clock baseline, the empty window).
+            wall_calls = min(WALL_CALLS, limits.max_runs) if limits.capped else WALL_CALLS
             wall_originals = [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i))
-                              for i in range(WALL_CALLS)]
+                              for i in range(wall_calls)]
             wall = self._call("wall", wall_originals, result)
-            if not self._verify([f"wall-clock call {i}" for i in range(WALL_CALLS)], wall, wall_originals, result):
+            if not self._verify([f"wall-clock call {i}" for i in range(wall_calls)], wall, wall_originals, result):
                 return result
-            empty = self.worker.request_empty(batch, limits.case_timeout)
+            empty_calls = limits.calls_per_sample if together else batch     # they do nothing: cheap
+            empty = self.worker.request_empty(empty_calls, limits.case_timeout, together=together)
             empty_times = sorted(empty.fields.get("times_ns", []) or [0.0])
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": empty_times[len(empty_times) // 2]}
             # On the CPU the timed samples are wall clock, so the parent's clock bounds them. On a GPU event
             # times legitimately fall far below the wall time of a host-bound call; there the drain and
             # empty-window flags compare them with the worker's wall clock instead.
-            clock = own_clock_check(samples, batches, empty.elapsed_ns / max(batch, 1),
+            clock = own_clock_check(samples, batches, empty.elapsed_ns / max(empty_calls, 1),
                                     output_bytes=data_bytes(reply.outputs[:1])) if self.device == "cpu" else ""
             if clock:
                 result.error = clock

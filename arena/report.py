@@ -92,6 +92,8 @@ def write_json(path: str, mode: str, task: str, submission: str, results: list[C
            "static_warnings": info.get("static_warnings", []), "integrity": info.get("integrity")}
     if mode in ("benchmark", "leaderboard"):
         doc["geomean_us"] = geomean_us(results)
+        doc["units"] = {"cases[].stats": "ns per call (as the competition's benchmark.N.* keys)",
+                        "cases[].wall": "ns per call", "geomean_us": "us", "cases[].sol_us": "us"}
     if reports:
         doc["profiles"] = {str(k): v for k, v in reports.items()}
     with open(path, "w") as f:
@@ -99,6 +101,15 @@ def write_json(path: str, mode: str, task: str, submission: str, results: list[C
 
 
 # ---- the terminal ------------------------------------------------------------------------------------
+
+def _method_text(timing: dict) -> str:
+    calls = timing.get("calls_per_sample", 1)
+    if timing.get("method") == "competition" and calls > 1:
+        return f"competition method, {calls} distinct inputs back to back per sample, mean per call"
+    if timing.get("method") == "competition":
+        return "competition method, every call alone with a cold L2 (as the competition times this task)"
+    return "per-call, every call alone with a cold L2"
+
 
 def print_failure_details(console, results: list) -> None:
     """Under the table, each failed case's details (mismatches, the traceback tail) and diagnosis, but one
@@ -166,6 +177,9 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
                 table.add_row("[red]✘[/red]", str(r.index), Text(r.spec), Text(r.error, style="red"), "", "", "", "")
         geo = geomean_us(results)
         console.print(table)
+        methods = sorted({_method_text(r.timing) for r in results if r.timing})
+        if methods:
+            console.print(f"[dim]timing: {'; '.join(methods)}[/dim]", highlight=False)
         print_failure_details(console, results)
         if geo is not None:
             console.print(f"geometric mean: [bold]{geo:.3f} µs[/bold]")

@@ -249,10 +249,11 @@ class Worker:
             self.start()
         return self._exchange({"op": op, "args": args}, inputs, timeout, f"running custom_kernel ({op})")
 
-    def request_empty(self, count: int, timeout: float) -> Reply:
-        """The timed loop around a call that does nothing, `count` times: the baseline of the parent's clock."""
-        return self._exchange({"op": "time", "args": {"empty": True}, "n": count}, [], timeout,
-                              "timing an empty call")
+    def request_empty(self, count: int, timeout: float, together: bool = False) -> Reply:
+        """The timed loop around a call that does nothing, `count` times (one window with `together`): the
+        baseline of the parent's clock and of the empty-window flag, taken by the same method as the samples."""
+        return self._exchange({"op": "time", "args": {"empty": True, "together": together}, "n": count}, [],
+                              timeout, "timing an empty call")
 
     def stop(self):
         if self.sock is not None:

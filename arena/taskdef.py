@@ -67,6 +67,17 @@ class Task:
         return bool(self.config.get("expect_mma", False))
 
     @property
+    def competition_calls(self) -> int:
+        """Distinct inputs the competition's eval.py times back to back per sample (task.yml
+        `competition_timing.calls_per_sample`; 1 where it times every call alone)."""
+        timing = self.config.get("competition_timing") or {}
+        calls = timing.get("calls_per_sample", 1) if isinstance(timing, dict) else 1
+        if not isinstance(calls, int) or isinstance(calls, bool) or not 1 <= calls <= 1000:
+            raise TaskError(f"{self.folder / 'task.yml'}: competition_timing.calls_per_sample must be an integer "
+                            f"from 1 to 1000, got {calls!r}")
+        return calls
+
+    @property
     def tolerance(self) -> dict:
         return dict(self.config.get("tolerance") or {"rtol": 1e-3, "atol": 1e-3})
 
@@ -102,4 +113,5 @@ def load_task(folder: str | Path | None) -> Task:
     task = Task(folder=folder, config=config)
     for which in CASE_SETS:
         task.cases(which)   # validate early: one clear line instead of a failure mid-run
+    task.competition_calls
     return task

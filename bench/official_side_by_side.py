@@ -1,0 +1,144 @@
+"""Our benchmark beside the competition's own eval.py, on one GPU, the same submissions and shapes (issue 21).
+
+    python bench/official_side_by_side.py --official PATH/TO/official/nvfp4_gemm [--runs 5] [SUBMISSION ...]
+
+PATH holds the official problem folder as fetched by the user (eval.py, utils.py, reference.py, task.py; never
+committed here). Each submission runs `--runs` times under each harness, alternating, over task.yml's benchmark
+shapes. The official eval.py imports `cutlass.cute.nvgpu.common.OpError`; where CuTe DSL is missing a two-line
+stand-in module is put on its path (it only names the exception). Prints per shape the median and the spread
+((max - min) / median) of each harness's mean, the difference, and the GPU clocks seen around each run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def benchmark_specs() -> str:
+    cases = yaml.safe_load((ROOT / "task.yml").read_text())["benchmarks"]
+    return "\n".join("; ".join(f"{k}: {v}" for k, v in case.items()) for case in cases) + "\n"
+
+
+def gpu_state() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,"
+                               "clocks_throttle_reasons.active", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def popcorn_keys(raw: str) -> dict:
+    return dict(line.split(": ", 1) for line in raw.splitlines() if ": " in line)
+
+
+def run_with_fd(command: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int, dict, str]:
+    read_end, write_end = os.pipe()
+    env = {**env, "POPCORN_FD": str(write_end)}
+    proc = subprocess.Popen(command, cwd=cwd, env=env, pass_fds=(write_end,), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        raw = pipe.read()
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+    return proc.returncode, popcorn_keys(raw), output
+
+
+def official_folder(official: Path, submission: Path, scratch: Path) -> Path:
+    folder = scratch / "official"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name in ("eval.py", "utils.py", "reference.py", "task.py"):
+        shutil.copy(official / name, folder / name)
+    shutil.copy(submission, folder / "submission.py")
+    try:
+        import cutlass.cute.nvgpu.common  # noqa: F401
+    except Exception:
+        stub = folder / "cutlass" / "cute" / "nvgpu"
+        stub.mkdir(parents=True)
+        for part in (folder / "cutlass", folder / "cutlass" / "cute", stub):
+            (part / "__init__.py").write_text("")
+        (stub / "common.py").write_text("class OpError(Exception):\n    pass\n")
+    return folder
+
+
+def means_us(keys: dict) -> list[float | None]:
+    count = int(keys.get("benchmark-count", 0))
+    return [float(keys[f"benchmark.{i}.mean"]) / 1e3 if f"benchmark.{i}.mean" in keys else None
+            for i in range(count)]
+
+
+def summarize(values: list[float]) -> str:
+    if not values:
+        return "—"
+    median = statistics.median(values)
+    spread = 100 * (max(values) - min(values)) / median
+    return f"{median:8.2f} ±{spread:4.1f}%"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--official", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=400)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("submissions", nargs="*", type=Path, default=[ROOT / "submission.py"])
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="side-by-side-"))
+    spec = scratch / "benchmarks.txt"
+    spec.write_text(benchmark_specs())
+    shapes = [line.split("; seed")[0] for line in spec.read_text().splitlines()]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+    rows, record = [], []
+    for submission in args.submissions:
+        submission = submission.resolve()
+        folder = official_folder(args.official.resolve(), submission, scratch)
+        runs = {"official": [], "ours": []}
+        for run in range(args.runs):
+            for harness in ("official", "ours"):
+                before = gpu_state()
+                if harness == "official":
+                    code, keys, output = run_with_fd([sys.executable, "eval.py", "benchmark", str(spec)], folder,
+                                                     env, args.timeout)
+                else:
+                    code, keys, output = run_with_fd([sys.executable, str(ROOT / "eval.py"), "benchmark", str(spec),
+                                                      "--submission", str(submission)], ROOT, env, args.timeout)
+                after = gpu_state()
+                figures = means_us(keys)
+                runs[harness].append(figures)
+                record.append({"submission": submission.name, "harness": harness, "run": run, "exit": code,
+                               "means_us": figures, "gpu_before": before, "gpu_after": after,
+                               "tail": output.strip().splitlines()[-3:] if code else []})
+                print(f"{submission.name} {harness} run {run}: exit {code}, "
+                      f"{' / '.join(f'{m:.2f}' if m else '—' for m in figures)} us; gpu {before} -> {after}",
+                      flush=True)
+        for i, shape in enumerate(shapes):
+            official = [r[i] for r in runs["official"] if i < len(r) and r[i]]
+            ours = [r[i] for r in runs["ours"] if i < len(r) and r[i]]
+            diff = (f"{100 * (statistics.median(ours) / statistics.median(official) - 1):+5.1f}%"
+                    if official and ours else "—")
+            rows.append((submission.name, shape, summarize(official), summarize(ours), diff))
+    print(f"\n{'submission':<22} {'shape':<32} {'official (us, spread)':>22} {'ours (us, spread)':>22} {'ours vs':>8}")
+    for row in rows:
+        print(f"{row[0]:<22} {row[1]:<32} {row[2]:>22} {row[3]:>22} {row[4]:>8}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "runs": record}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
