@@ -2,10 +2,11 @@
 
     python bench/official_side_by_side.py --official PATH/TO/official/nvfp4_gemm [--runs 5] [SUBMISSION ...]
 
-PATH holds the official problem folder as fetched by the user (eval.py, utils.py, reference.py, task.py; never
-committed here). Each submission runs `--runs` times under each harness, alternating, over task.yml's benchmark
-shapes. The official eval.py imports `cutlass.cute.nvgpu.common.OpError`; where CuTe DSL is missing a two-line
-stand-in module is put on its path (it only names the exception). Prints per shape the median and the spread
+PATH holds the official problem folder as fetched by the user (its eval.py; never committed here). The official
+eval.py runs with our task files (reference.py, task.py, utils.py): the official reference calls NVFP4
+torch._scaled_mm, which only a Blackwell has. Each submission runs `--runs` times under each harness,
+alternating, over task.yml's benchmark shapes. The official eval.py imports `cutlass.cute.nvgpu.common.OpError`;
+where CuTe DSL is missing a two-line stand-in module is put on its path (it only names the exception). Prints per shape the median and the spread
 ((max - min) / median) of each harness's mean, the difference, and the GPU clocks seen around each run.
 """
 from __future__ import annotations
@@ -63,8 +64,9 @@ def official_folder(official: Path, submission: Path, scratch: Path) -> Path:
     folder = scratch / "official"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for name in ("eval.py", "utils.py", "reference.py", "task.py"):
-        shutil.copy(official / name, folder / name)
+    shutil.copy(official / "eval.py", folder / "eval.py")
+    for name in ("utils.py", "reference.py", "task.py"):
+        shutil.copy(ROOT / name, folder / name)
     shutil.copy(submission, folder / "submission.py")
     try:
         import cutlass.cute.nvgpu.common  # noqa: F401
@@ -114,7 +116,7 @@ def main():
                 before = gpu_state()
                 if harness == "official":
                     code, keys, output = run_with_fd([sys.executable, "eval.py", "benchmark", str(spec)], folder,
-                                                     env, args.timeout)
+                                                     {**env, "PYTHONPATH": str(ROOT)}, args.timeout)
                 else:
                     code, keys, output = run_with_fd([sys.executable, str(ROOT / "eval.py"), "benchmark", str(spec),
                                                       "--submission", str(submission)], ROOT, env, args.timeout)
