@@ -113,5 +113,5 @@ def load_task(folder: str | Path | None) -> Task:
     task = Task(folder=folder, config=config)
     for which in CASE_SETS:
         task.cases(which)   # validate early: one clear line instead of a failure mid-run
-    task.competition_calls
+    task.competition_calls  # validated here too: a bad value is one TaskError line before anything runs
     return task
