@@ -175,7 +175,8 @@ def _take_secret_seed(cli_seed):
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
              timing_method=None):
     import torch
-    from arena.modes import CaseResult, Evaluator, Limits
+    from arena.modes import Evaluator, Limits
+    from arena.results import CaseResult
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 

@@ -763,7 +763,7 @@ def _judge(matches: list[Match], an: Anatomy):
 
 def _expected_from(reference, data, fresh):
     """The reference output for `data` (recomputed on a clone of the pristine inputs when we have them)."""
-    from arena.modes import clone_data
+    from arena.nested import clone_data
     if fresh is not None and is_gemm_contract(data) and isinstance(fresh[6], torch.Tensor) \
             and not torch.equal(data[6], fresh[6]):
         return data[6]          # the reference wrote its result into the parent's c during the check
@@ -1046,7 +1046,7 @@ def _map_table(want_row, want_block, got_row, got_block, right, limit: int = 10)
 
 def probe_random(call, reference, args: dict, regenerate) -> ProbeResult:
     """The case itself, with the official random data: checked, and diagnosed when wrong."""
-    from arena.modes import clone_data
+    from arena.nested import clone_data
     name = "random case (" + "; ".join(f"{k}: {v}" for k, v in args.items()) + ")"
     data = regenerate()
     try:
@@ -1100,7 +1100,7 @@ def diagnose_case(evaluator, index: int, case):
     Returns (CaseResult, [probe dicts]); the CaseResult passes when every probe does, and carries the
     first failing probe's headline as its diagnosis and every probe line as evidence.
     """
-    from arena.modes import CaseResult
+    from arena.results import CaseResult
     from arena.runner import WorkerFailure
 
     def call(data):

@@ -6,16 +6,16 @@ reference on its original after the call and checks every output it is shown. Th
 """
 from __future__ import annotations
 
-import math
 import random
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from arena import integrity, sandbox, timing
-from arena.runner import Reply, Worker, WorkerFailure, clone_data
+from arena.results import CaseResult
+from arena.runner import Reply, Worker, WorkerFailure
 from arena.specs import Case
 
 SEED_STRIDE = 42          # per-call seeds: case seed + 42*i, as the competition's batched evaluator
@@ -31,30 +31,6 @@ class Limits:
     method: str = "competition"     # "competition": calls_per_sample inputs back to back per sample; "per-call"
     calls_per_sample: int = 1       # the competition's number for the task (task.yml competition_timing)
     capped: bool = False            # --max-runs given: it caps the untimed check calls too
-
-
-@dataclass
-class CaseResult:
-    index: int
-    spec: str
-    passed: bool
-    error: str = ""                 # one line: why it failed
-    message: str = ""
-    details: list = field(default_factory=list)      # mismatch lines, traceback tail
-    stats: timing.Stats | None = None
-    wall: timing.Stats | None = None                 # sync-to-sync wall-clock per call
-    sol_us: float | None = None
-    warnings: list = field(default_factory=list)     # integrity flags
-    diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
-    evidence: list = field(default_factory=list)     # the lines backing the diagnosis
-    output: str = ""                                 # what the submission printed (control characters removed)
-    timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
-
-    def as_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
-        d["stats"] = self.stats.as_dict() if self.stats else None
-        d["wall"] = self.wall.as_dict() if self.wall else None
-        return d
 
 
 def data_bytes(data) -> int:
@@ -327,10 +303,3 @@ def own_clock_check(samples_ns: list[float], batches: list[tuple[int, float]], e
     return (f"the worker's timing disagrees with the evaluator's own clock: each call added "
             f"{added / 1e3:.1f} us to the request, the worker reported {reported / 1e3:.1f} us "
             f"(timing code bent in the worker?)")
-
-
-def geomean_us(results: list[CaseResult]) -> float | None:
-    means = [r.stats.mean / 1e3 for r in results if r.passed and r.stats]
-    if not means or len(means) != len(results):
-        return None
-    return math.exp(sum(math.log(m) for m in means) / len(means))

@@ -10,7 +10,7 @@ import subprocess
 
 import torch
 
-from arena.modes import CaseResult, geomean_us
+from arena.results import CaseResult, geomean_us
 
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------

@@ -18,7 +18,7 @@ import torch
 
 from arena import channel, sandbox, tensorwire
 from arena.compile import cutlass_include_dirs
-from arena.nested import map_leaves
+from arena.nested import clone_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,11 +50,6 @@ def _numbers(value, what: str) -> list[float]:
                                               for x in value):
         raise WorkerFailure(f"the submission's reply is malformed ({what} is not a list of numbers)", replace=True)
     return [float(x) for x in value]
-
-
-def clone_data(data):
-    """Deep copy of the tensors in nested tuples/lists/dicts (what the submission gets)."""
-    return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
 
 
 def with_cutlass_headers(env: dict) -> dict:

@@ -1,0 +1,39 @@
+"""What a run produces, shared by the evaluator (arena/modes.py), the diagnosis (arena/diagnose.py) and the
+report (arena/report.py): one case's result, and the leaderboard's score over them."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from arena.timing import Stats
+
+
+@dataclass
+class CaseResult:
+    index: int
+    spec: str
+    passed: bool
+    error: str = ""                 # one line: why it failed
+    message: str = ""
+    details: list = field(default_factory=list)      # mismatch lines, traceback tail
+    stats: Stats | None = None
+    wall: Stats | None = None                        # sync-to-sync wall-clock per call
+    sol_us: float | None = None
+    warnings: list = field(default_factory=list)     # integrity flags
+    diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
+    evidence: list = field(default_factory=list)     # the lines backing the diagnosis
+    output: str = ""                                 # what the submission printed (control characters removed)
+    timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
+        d["stats"] = self.stats.as_dict() if self.stats else None
+        d["wall"] = self.wall.as_dict() if self.wall else None
+        return d
+
+
+def geomean_us(results: list[CaseResult]) -> float | None:
+    means = [r.stats.mean / 1e3 for r in results if r.passed and r.stats]
+    if not means or len(means) != len(results):
+        return None
+    return math.exp(sum(math.log(m) for m in means) / len(means))
