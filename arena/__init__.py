@@ -2,7 +2,8 @@
 
 The competition's runner (gpu-mode/kernelbot) writes only the files task.yml's `files:` lists into an empty
 folder, each with a flat name (it cannot create folders), and runs `python eval.py MODE SPECFILE` there.
-So task.yml ships this package as `arena.py` (this file) and `arena.<module>.py` per module; imported from
+So task.yml ships this package as `arena.py` (this file) and `arena.<module>.py` per module (a subpackage's
+modules as `arena.<package>.<module>.py`, its `__init__` included); imported from
 such a folder, this file puts `arena/` back together first, and every process then imports it normally.
 """
 import os as _os
@@ -13,8 +14,10 @@ _FLAT_PREFIX = "arena."
 def _rebuild_from_flat_files(folder: str) -> str | None:
     """Make `folder/arena/` hold the flat copies `folder/arena.py` and `folder/arena.<module>.py`; returns
     that package folder, or None when there are no flat copies (a normal checkout)."""
-    flat = {name: name[len(_FLAT_PREFIX):] for name in _os.listdir(folder)
-            if name.startswith(_FLAT_PREFIX) and name.endswith(".py") and name.count(".") == 2}
+    # arena.<module>.py -> arena/<module>.py; arena.<package>.<module>.py -> arena/<package>/<module>.py
+    flat = {name: _os.path.join(*name[len(_FLAT_PREFIX):-len(".py")].split(".")) + ".py"
+            for name in _os.listdir(folder)
+            if name.startswith(_FLAT_PREFIX) and name.endswith(".py") and name.count(".") >= 2}
     if _os.path.isfile(_os.path.join(folder, "arena.py")):
         flat["arena.py"] = "__init__.py"
     if not flat:
@@ -25,6 +28,7 @@ def _rebuild_from_flat_files(folder: str) -> str | None:
         with open(_os.path.join(folder, name), "rb") as source:
             text = source.read()
         target = _os.path.join(package, module)
+        _os.makedirs(_os.path.dirname(target), exist_ok=True)
         if _os.path.isfile(target):
             with open(target, "rb") as current:
                 if current.read() == text:

@@ -10,6 +10,7 @@ import subprocess
 
 import torch
 
+from arena.diagnose.probes import ProbeResult
 from arena.results import CaseResult, geomean_us
 
 
@@ -130,7 +131,7 @@ def print_failure_details(console, results: list) -> None:
 
 
 def render_diagnosis(console, r: CaseResult):
-    """The diagnosis of a wrong output (arena/diagnose.py) under its case: a sentence, then the evidence."""
+    """The diagnosis of a wrong output (arena/diagnose/) under its case: a sentence, then the evidence."""
     if not r.diagnosis:
         return
     console.print("    [bold magenta]diagnosis:[/bold magenta] ", end="")
@@ -147,8 +148,7 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
           f"{info.get('driver') or '?'}, CUDA {info.get('cuda')}" if info.get("gpu") else "CPU only"
     console.print(f"[dim]{gpu}; torch {info['torch']}; Python {info['python']}[/dim]")
     if mode == "diagnose":
-        from arena.diagnose import render_report
-        return render_report(console, results, reports)
+        return render_diagnose_report(console, results, reports)
     if mode == "test":
         table = Table(show_header=True, header_style="bold")
         for column in ("", "#", "case", "result"):
@@ -277,3 +277,34 @@ def echo_integrity(results: list[CaseResult], static: list, isolation: dict | No
             print(f"warning: case {r.index}: {warning}", file=sys.stderr)
     for f in static:
         print(f"static check: {f}", file=sys.stderr)
+
+
+# ---- eval.py diagnose ---------------------------------------------------------------------------------
+
+def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool = False):
+    """One case of `eval.py diagnose`: each probe with its lines, then the count."""
+    console.print(f"[bold]diagnose[/bold] {spec}")
+    if not_gemm:
+        console.print("[dim]structured probes exist for the nvfp4_gemm contract only; this task gets the random "
+                      "case with the anatomy of its output[/dim]")
+    for r in results:
+        mark = "[green]✔[/green]" if r.ok else "[red]✘[/red]"
+        console.print(f"{mark} [bold]{r.name}[/bold]: ", end="")
+        console.print(r.headline, markup=False, highlight=False)
+        for line in r.lines:
+            console.print(f"    {line}", markup=False, highlight=False)
+    passed = sum(r.ok for r in results)
+    colour = "green" if passed == len(results) else "red"
+    console.print(f"[{colour}]{passed} of {len(results)} probes passed[/{colour}]")
+
+
+
+
+def render_diagnose_report(console, results, reports):
+    """The terminal report of `eval.py diagnose` (one block of probes per case)."""
+    for r in results:
+        probes = [ProbeResult(**p) for p in (reports or {}).get(r.index, [])]
+        if not probes:
+            console.print(f"[red]✘ {r.spec}: {r.error}[/red]")
+            continue
+        render_probes(console, r.spec, probes, not_gemm=len(probes) == 1)

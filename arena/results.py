@@ -1,4 +1,4 @@
-"""What a run produces, shared by the evaluator (arena/modes.py), the diagnosis (arena/diagnose.py) and the
+"""What a run produces, shared by the evaluator (arena/modes.py), the diagnosis (arena/diagnose/) and the
 report (arena/report.py): one case's result, and the leaderboard's score over them."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class CaseResult:
     wall: Stats | None = None                        # sync-to-sync wall-clock per call
     sol_us: float | None = None
     warnings: list = field(default_factory=list)     # integrity flags
-    diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose.py)
+    diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose/)
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)
     timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample

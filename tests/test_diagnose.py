@@ -1,4 +1,4 @@
-"""arena/diagnose.py: each classic bug in tests/broken/ gets its diagnosis, honest submissions stay quiet.
+"""arena/diagnose/: each classic bug in tests/broken/ gets its diagnosis, honest submissions stay quiet.
 
 Unit tests call the diagnostics directly on tensors (fast); a few end-to-end runs of eval.py as a real
 subprocess check that the diagnosis reaches the human and JSON reports and never the POPCORN lines.

@@ -77,7 +77,8 @@ def test_files_are_flat_and_list_every_module_eval_needs(task):
     assert all("/" not in name for name in entries), "the runner cannot create folders: names must be flat"
     for needed in ("submission.py", "task.py", "reference.py", "utils.py", "eval.py", "task.yml", "arena.py"):
         assert needed in entries, f"{task}: files lacks {needed}"
-    modules = {p.name for p in (Path(ROOT) / "arena").glob("*.py")} - {"__init__.py"}
+    package = Path(ROOT) / "arena"
+    modules = {".".join(p.relative_to(package).parts) for p in package.rglob("*.py")} - {"__init__.py"}
     listed = {name[len("arena."):] for name in entries if name.startswith("arena.") and name != "arena.py"}
     assert listed == modules, f"{task}: files must list every arena module: missing {sorted(modules - listed)}, " \
                               f"extra {sorted(listed - modules)}"
