@@ -1,5 +1,4 @@
 """Which part of the worker's isolation stops CUDA from starting (device machine; one row per variant)."""
-import ctypes
 import os
 import sys
 

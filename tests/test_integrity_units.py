@@ -1,8 +1,6 @@
 """Unit tests of arena/integrity.py and arena/static_checks.py (fast, CPU, no eval.py subprocess except the
 re-exec test, which must be a real process)."""
 import os
-import subprocess
-import sys
 import time
 
 import pytest

@@ -2,7 +2,6 @@
 real subprocess, through a real POPCORN_FD pipe where the verdict is under test. Every one of these won
 against the multiprocessing-based worker this sandbox replaced (docs/integrity.md)."""
 import hashlib
-import json
 import os
 import shutil
 import signal

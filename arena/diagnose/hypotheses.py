@@ -281,6 +281,7 @@ def gemm_hypotheses(data, output: torch.Tensor, expected: torch.Tensor, rtol: fl
     partial("nibble_swap", "the two fp4 values of each byte swapped (high nibble taken as element 0)", h_a,
             sample.scaled(sample.sfa, sample.sfb, sample._blocks(sample.a_codes, swap_b)), e.double())
     for kind, (text, _) in LAYOUT_BUGS.items():
+        wa_nan = wb_nan = None          # the NaN-filled reading, set by the first pass, tested by the second
         for fill, how in ((float("nan"), ""), (0.0, " (reads past the end of the scale buffer returning zeros, "
                                                      "as a TMA load does)")):
             try:

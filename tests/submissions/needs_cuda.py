@@ -1,4 +1,3 @@
-import torch
 
 
 def custom_kernel(data):
