@@ -228,3 +228,15 @@ def test_own_clock_check_flags_a_forged_clock():
     samples = [1.5e3] * 3                      # the worker claims 1.5 us; each call really took 2.6 ms
     message = own_clock_check(samples, [(3, 3 * 2.8e6)], 0.2e6)
     assert "disagrees with the evaluator's own clock" in message and "2600.0 us" in message
+
+
+def test_every_guarded_name_resolves():
+    """GUARDED names harness internals by string: a rename would silently drop its guard."""
+    import importlib
+    for module in ("arena.timing", "arena.worker", "arena.integrity", "arena.channel", "arena.tensorwire",
+                   "socket", "json", "time"):
+        importlib.import_module(module)
+    missing = [path for path in integrity.GUARDED if not integrity._resolve(path)[0]]
+    assert missing == []
+    for module in integrity.DEEP_MODULES:
+        importlib.import_module(module)
