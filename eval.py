@@ -175,7 +175,7 @@ def _take_secret_seed(cli_seed):
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
              timing_method=None):
     import torch
-    from arena.modes import Evaluator, Limits
+    from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import CaseResult
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
@@ -198,7 +198,8 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
                     max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
                     max_wall=max_time or (30.0 if ranked else 10.0) / (1 if device == "cuda" else 5),
                     check_every=ranked, method=timing_method or ("competition" if device == "cuda" else "per-call"),
-                    calls_per_sample=task.competition_calls, capped=max_runs is not None)
+                    calls_per_sample=task.competition_calls,
+                    wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
                     sandboxed=sandboxed)

@@ -30,7 +30,7 @@ class Limits:
     check_every: bool = False       # check every timed output (leaderboard), not one per batch
     method: str = "competition"     # "competition": calls_per_sample inputs back to back per sample; "per-call"
     calls_per_sample: int = 1       # the competition's number for the task (task.yml competition_timing)
-    capped: bool = False            # --max-runs given: it caps the untimed check calls too
+    wall_calls: int = WALL_CALLS    # sync-to-sync calls per case (--max-runs caps them too)
 
 
 def data_bytes(data) -> int:
@@ -202,11 +202,11 @@ class Evaluator:
                     return result
             # Untimed checks, each in a request of its own: sync-to-sync calls (the drain), and the same
             # timed loop around an empty call (the parent's clock baseline, the empty window).
-            wall_calls = min(WALL_CALLS, limits.max_runs) if limits.capped else WALL_CALLS
             wall_originals = [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i))
-                              for i in range(wall_calls)]
+                              for i in range(limits.wall_calls)]
             wall = self._call("wall", wall_originals, result)
-            if not self._verify([f"wall-clock call {i}" for i in range(wall_calls)], wall, wall_originals, result):
+            if not self._verify([f"wall-clock call {i}" for i in range(limits.wall_calls)], wall, wall_originals,
+                                result):
                 return result
             empty_calls = limits.calls_per_sample if together else batch     # they do nothing: cheap
             empty = self.worker.request_empty(empty_calls, limits.case_timeout, together=together)

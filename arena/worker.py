@@ -29,15 +29,11 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _explained(error: BaseException, device: str) -> str:
+def _explained(error: BaseException, capability: tuple | None) -> str:
     """The plain cause when the error only means "this machine cannot run it" (arena/missing.py), else the
-    error's own first line; the raw text stays in the traceback."""
+    error's own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU."""
     try:
         from arena import missing
-        capability = None
-        if device == "cuda":
-            import torch
-            capability = tuple(torch.cuda.get_device_capability())
         cause = missing.explain_import_error(error, capability)
     except Exception:
         cause = None
@@ -236,13 +232,13 @@ def serve(sock: socket.socket, isolation: str):
     channel.send(sock, {"isolation": isolation})
     hello, _ = channel.receive(sock)
     device = hello["device"]
+    capability = None       # the GPU's (major, minor): for the emulation and for naming errors
+    if device == "cuda":
+        import torch
+        capability = tuple(torch.cuda.get_device_capability())
     emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly (issue 13)
     try:
         from arena import scaled_mm_emulation
-        capability = None
-        if device == "cuda":
-            import torch
-            capability = tuple(torch.cuda.get_device_capability())
         if scaled_mm_emulation.install(capability):
             emulation = scaled_mm_emulation
     except ImportError:
@@ -257,7 +253,7 @@ def serve(sock: socket.socket, isolation: str):
         channel.send(sock, {"error": str(error)})
         return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
-        channel.send(sock, {"error": f"cannot import submission: {_explained(error, device)}",
+        channel.send(sock, {"error": f"cannot import submission: {_explained(error, capability)}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation)})
@@ -282,7 +278,7 @@ def serve(sock: socket.socket, isolation: str):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
-            reply = {"error": _explained(error, device), "traceback": traceback.format_exc(limit=-3),
+            reply = {"error": _explained(error, capability), "traceback": traceback.format_exc(limit=-3),
                      "cuda_broken": _cuda_broken()}
         out_fds = []
         if "outputs" in reply:
