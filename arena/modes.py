@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
-from arena import integrity, sandbox, timing
+from arena import gpustate, integrity, sandbox, timing
 from arena.results import CaseResult
 from arena.runner import Reply, Worker, WorkerFailure
 from arena.specs import Case
@@ -54,6 +54,7 @@ class Evaluator:
         self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
         self.salt = secrets.randbelow(2**30) + 1   # timed inputs: unpredictable seeds, new on every run
         self.threads_seen = 0
+        self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
 
     def _audit(self, labels: list, sent: list, originals: list, outputs: list, result) -> tuple[list, str]:
         """Snapshots of the outputs as they arrived (what gets checked) and the first integrity error."""
@@ -183,6 +184,7 @@ class Evaluator:
             result.timing = {"method": limits.method,
                              "calls_per_sample": limits.calls_per_sample if together else 1}
             samples, calls, started, batches = [], 0, time.perf_counter(), []
+            readings = [self.gpu.read()] if self.gpu else []
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
                 # Competition: one request is one sample of N distinct inputs, each fresh (a cached result
                 # cannot be replayed); per-call: one request holds several one-call samples.
@@ -198,6 +200,8 @@ class Evaluator:
                                         f"for {size} timed calls", replace=True)
                 samples += times
                 batches.append((size, reply.elapsed_ns))
+                if self.gpu:
+                    readings.append(self.gpu.read())
                 if not self._verify(labels, reply, originals, result):
                     return result
             # Untimed checks, each in a request of its own: sync-to-sync calls (the drain), and the same
@@ -225,6 +229,10 @@ class Evaluator:
             result.stats = timing.summarize(samples)
             result.passed = True
             result.warnings = timing_warnings(result, {**extras, "samples": samples}) + result.warnings
+            clocks = gpustate.summarize(readings, sum(elapsed for _, elapsed in batches) / 1e6)
+            if clocks:
+                result.timing["gpu"] = asdict(clocks)
+                result.warnings += clocks.warnings()
         except WorkerFailure as failure:
             result.error = str(failure)
             result.details = [failure.traceback] if failure.traceback else []

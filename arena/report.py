@@ -180,6 +180,12 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
         methods = sorted({_method_text(r.timing) for r in results if r.timing})
         if methods:
             console.print(f"[dim]timing: {'; '.join(methods)}[/dim]", highlight=False)
+        clocks = [r.timing["gpu"] for r in results if r.timing.get("gpu")]
+        if clocks:
+            console.print(f"[dim]GPU during timing: SM {min(c['sm_mhz_min'] for c in clocks)}–"
+                          f"{max(c['sm_mhz_max'] for c in clocks)} MHz, memory {clocks[-1]['mem_mhz']} MHz, "
+                          f"{max(c['power_w'] for c in clocks):.0f} W, {max(c['temp_c'] for c in clocks)} °C[/dim]",
+                          highlight=False)
         print_failure_details(console, results)
         if geo is not None:
             console.print(f"geometric mean: [bold]{geo:.3f} µs[/bold]")

@@ -48,6 +48,9 @@ def main():
         timing.clear_l2_cache()
         timing.gpu_spin(2000)
 
+    def cheap_flush_no_spin():
+        timing.clear_l2_cache()
+
     def randn_flush_then_idle():
         randn_flush()
         torch.cuda.synchronize()
@@ -55,21 +58,24 @@ def main():
 
     variants = [("official: randn 62.5 GiB flush", randn_flush),
                 ("ours: 2x L2 zero + 2 ms spin", cheap_flush_spin),
+                ("2x L2 zero, no spin", cheap_flush_no_spin),
                 ("randn flush, sync, 2 ms idle", randn_flush_then_idle),
                 ("ours again", cheap_flush_spin)]
     print(f"shape {m}x{n}x{k}, {args.calls} calls per sample, {args.samples} samples; {torch.cuda.get_device_name()}")
     print(f"{'variant':<34} {'median us':>9} {'p10':>7} {'p90':>7} {'spread':>7}  {'SM MHz after (min-max)':>22}  "
-          f"throttle reasons seen")
+          f"host us/call  throttle reasons seen")
     for name, flush in variants:
-        times, clocks, reasons = [], [], 0
+        times, clocks, reasons, host = [], [], 0, []
         for _ in range(args.samples):
             torch.cuda.synchronize()
             flush()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
+            enqueue = time.perf_counter()
             for x in data:
                 custom_kernel(x)
             end.record()
+            host.append((time.perf_counter() - enqueue) * 1e6 / len(data))
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1e3 / len(data))
             clocks.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
@@ -79,7 +85,7 @@ def main():
         p10, p90 = times[len(times) // 10], times[(9 * len(times)) // 10]
         seen = ", ".join(v for bit, v in REASONS.items() if reasons & bit) or "none"
         print(f"{name:<34} {median:9.2f} {p10:7.2f} {p90:7.2f} {100 * (p90 - p10) / median:6.1f}%  "
-              f"{min(clocks):>10}-{max(clocks):<11}  {seen}")
+              f"{min(clocks):>10}-{max(clocks):<11}  {statistics.median(host):12.1f}  {seen}")
 
 
 if __name__ == "__main__":

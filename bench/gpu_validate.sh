@@ -2,6 +2,8 @@
 # One device-machine call that checks the evaluator on a real GPU and prints a short summary at the end.
 # Usage (repo root, on the GPU machine): bash bench/gpu_validate.sh [STEP ...]
 #   steps: reference timing test bench3 submission integrity diagnose tasks gputests   (default: all)
+#   and, not in the default: probe side_kernel side_torch benchwall (issue 21; the side-by-side steps need the
+#   official eval_better_bench.py and utils.py in .official/, fetched by you and carried, never committed)
 # All output goes to $OUT/all.log (the device tool returns few files); per-step logs and JSON stay in $WORK.
 # Python wheels the machine lacks travel in .whl/ (see README of the device tool).
 set -u
@@ -41,6 +43,16 @@ for s in $steps; do
         integrity) [ -f bench/integrity_gpu_check.py ] && step integrity python3 bench/integrity_gpu_check.py ;;
         diagnose) [ -f bench/diagnose_gpu_check.py ] && step diagnose python3 bench/diagnose_gpu_check.py ;;
         tasks) [ -f bench/tasks_gpu_check.py ] && step tasks python3 bench/tasks_gpu_check.py ;;
+        probe) step probe python3 bench/flush_clock_probe.py ;;
+        side_kernel) step side_kernel python3 bench/official_side_by_side.py --official-eval .official/eval_better_bench.py \
+                         --runs "${RUNS:-5}" --json "$OUT/side_kernel.json" submission.py ;;
+        side_torch) step side_torch python3 bench/official_side_by_side.py --official-eval .official/eval_better_bench.py \
+                        --runs "${RUNS:-5}" --json "$OUT/side_torch.json" submissions/torch_reference.py ;;
+        benchwall) for i in 1 2; do   # the first one includes the extension's build when the cache is cold
+                       step "benchwall$i" python3 -c "import subprocess, sys, time; t = time.perf_counter(); \
+rc = subprocess.run([sys.executable, 'eval.py', 'benchmark'], stdout=subprocess.DEVNULL).returncode; \
+print(f'eval.py benchmark: exit {rc}, {time.perf_counter() - t:.1f} s wall')"
+                   done ;;
         gputests) step gputests python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
         *) echo "unknown step $s" ;;
     esac

@@ -4,8 +4,9 @@ import json
 import time
 
 import pytest
+import torch
 
-from arena import timing
+from arena import gpustate, timing
 from arena.taskdef import TaskError, load_task
 from tests.evalrun import GOOD, ROOT, run_eval, spec_file
 
@@ -47,12 +48,17 @@ def test_competition_timing_on_request_and_what_the_json_says(tmp_path):
     assert run.code == 0, run.stderr
     doc = json.loads(out.read_text())
     case = doc["cases"][0]
-    assert case["timing"] == {"method": "competition", "calls_per_sample": 50}
+    assert {k: case["timing"][k] for k in ("method", "calls_per_sample")} == {"method": "competition",
+                                                                             "calls_per_sample": 50}
+    if torch.cuda.is_available():       # the clocks NVML saw during the timing, and the line saying them
+        assert case["timing"]["gpu"]["sm_mhz_max"] >= case["timing"]["gpu"]["sm_mhz_min"] > 0
+        assert "GPU during timing: SM" in run.stdout
     assert 1 <= case["stats"]["runs"] <= 2
     assert doc["units"]["cases[].stats"].startswith("ns per call") and doc["units"]["geomean_us"] == "us"
     assert "competition method, 50 distinct inputs back to back per sample" in run.stdout
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU run defaults to the competition method")
 def test_the_cpu_defaults_to_per_call(tmp_path):
     out = tmp_path / "result.json"
     run = run_eval("benchmark", spec_file(ONE), "--submission", GOOD, "--max-runs", "3", "--json", str(out))
@@ -66,3 +72,59 @@ def test_a_replayed_result_is_still_caught_back_to_back(tmp_path):
                    "--timing", "competition", "--max-runs", "2", popcorn=True)
     assert run.code == 112
     assert "are the same memory" in run.keys.get("benchmark.0.error", ""), run.raw
+
+
+class FakeNvml:
+    """NVML's calls as pynvml names them, replaying a list of (SM MHz, reasons, violation ns) readings."""
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+    NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL = 0, 1
+
+    def __init__(self, readings):
+        self.readings, self.at = readings, -1
+
+    def nvmlDeviceGetClockInfo(self, handle, clock):
+        if clock == self.NVML_CLOCK_SM:
+            self.at += 1
+            return self.readings[self.at][0]
+        return 2619
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return 400_000
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return 50
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self.readings[self.at][1]
+
+    def nvmlDeviceGetViolationStatus(self, handle, policy):
+        class Violation:
+            violationTime = self.readings[self.at][2] if policy == self.NVML_PERF_POLICY_POWER else 0
+        return Violation
+
+
+def clocks_of(readings, window_ms=100.0):
+    monitor = gpustate.GpuMonitor(FakeNvml(readings), handle=None)
+    return gpustate.summarize([monitor.read() for _ in readings], window_ms)
+
+
+def test_steady_clocks_raise_no_warning():
+    clocks = clocks_of([(1980, 0x1, 0), (1980, 0x0, 0), (1965, 0x1, 0)])
+    assert (clocks.sm_mhz_min, clocks.sm_mhz_max, clocks.reasons_seen) == (1965, 1980, [])
+    assert clocks.warnings() == []
+
+
+def test_a_clock_that_moved_during_timing_is_said():
+    warnings = clocks_of([(1980, 0, 0), (1980, 0, 0), (1410, 0, 0)]).warnings()
+    assert len(warnings) == 1 and "moved between 1410 and 1980 MHz" in warnings[0]
+
+
+def test_power_capping_during_timing_is_said_with_how_long():
+    clocks = clocks_of([(1755, 0, 0), (1755, 0x4, 20_000_000), (1755, 0x4, 30_000_000)])
+    assert clocks.reasons_seen == ["sw-power-cap"] and clocks.limited_ms == 30.0
+    assert any("slowed during timing (sw-power-cap; 30 of 100 ms held down)" in w for w in clocks.warnings())
+
+
+def test_no_nvml_means_no_reading_and_no_error():
+    assert gpustate.summarize([], 10.0) is None
+    assert gpustate.GpuMonitor.open(99) is None       # no such device (or no NVML on this machine)
