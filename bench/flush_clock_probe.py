@@ -52,6 +52,7 @@ def main():
         timing.clear_l2_cache()
 
     def randn_flush_then_idle():
+        torch.cuda.empty_cache()     # other variants' allocations split the cached 62.5 GiB block
         randn_flush()
         torch.cuda.synchronize()
         time.sleep(0.002)
