@@ -280,26 +280,30 @@ class OutputAudit:
         self.watched = []       # (label, on_fail, live tensor, snapshot tensor)
 
     def arrived(self, labels: list[str], sent: list, outputs: list, on_fail) -> tuple[list, list[str]]:
-        """Snapshots (what the reference is compared with) and alias errors, one per call at most."""
+        """Snapshots (what the reference is compared with) and alias errors, one per call at most.
+        Every span is computed once: a 50-call sample compares 50 x 50 pairs (52 ms when each pair walked
+        the nested data again)."""
         self._drop_reused(outputs)
         snaps = [snapshot(o) for o in outputs]
         errors = [""] * len(outputs)
-        spans = [[(p, _span(t)) for p, t in tensors_in(o, "output")] for o in outputs]
-        for i, (label, data, out) in enumerate(zip(labels, sent, outputs)):
-            out_dtypes = {o.dtype for _, o in tensors_in(out, "output")}
-            buffers = {id(t) for _, t in tensors_in(data) if t.dtype in out_dtypes}   # c: the output buffer
-            for path, t in tensors_in(data):
-                if id(t) in buffers:
+        out_spans = [[_span(t) for _, t in tensors_in(o, "output")] for o in outputs]
+        in_tensors = [list(tensors_in(data)) for data in sent]
+        in_spans = [[_span(t) for _, t in tensors] for tensors in in_tensors]
+        for i, label in enumerate(labels):
+            out_dtypes = {o.dtype for _, o in tensors_in(outputs[i], "output")}
+            for (path, t), span in zip(in_tensors[i], in_spans[i]):
+                if t.dtype in out_dtypes:          # c: the output buffer, which it may return
                     continue
-                if any(_overlap(_span(t), s) for _, s in spans[i]):
-                    errors[i] = errors[i] or f"the output of {label} is a view of the input {path}, not a result"
+                if any(_overlap(span, s) for s in out_spans[i]):
+                    errors[i] = f"the output of {label} is a view of the input {path}, not a result"
+                    break
             for j in range(len(outputs)):
                 if j == i or errors[i]:
                     continue
-                if any(_overlap(a, b) for _, a in spans[i] for _, b in spans[j]):
+                if any(_overlap(a, b) for a in out_spans[i] for b in out_spans[j]):
                     errors[i] = f"the outputs of {label} and {labels[j]} are the same memory: each call must " \
                                 f"return its own result (results replayed or batched across calls?)"
-                elif any(_overlap(_span(t), s) for _, t in tensors_in(sent[j]) for _, s in spans[i]):
+                elif any(_overlap(a, s) for a in in_spans[j] for s in out_spans[i]):
                     errors[i] = f"the output of {label} is an input buffer of {labels[j]} (results replayed " \
                                 f"across calls?)"
         for label, out, snap in zip(labels, outputs, snaps):
