@@ -1,4 +1,4 @@
-"""nvfp4-arena evaluator: `python eval.py {test,benchmark,leaderboard,profile} [SPECFILE]`.
+"""nvfp4-arena evaluator: `python eval.py {test,benchmark,leaderboard,profile,diagnose,compile} [SPECFILE]`.
 
 With POPCORN_FD set (the competition's runner), it speaks the official protocol: `key: value` lines on that
 file descriptor, times in ns, exit codes 0 / 112 (failed) / 113 (bad spec) / 2 (usage). Otherwise it reads
@@ -6,7 +6,6 @@ cases from task.yml (or SPECFILE) and prints a readable report.
 """
 import os
 import sys
-import time
 
 import click
 
@@ -15,7 +14,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
-MODES = ("test", "benchmark", "leaderboard", "profile", "compile", "diagnose")
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
                "diagnose": "tests"}
 
@@ -25,36 +23,103 @@ def fail_setup(message: str, code: int):
     sys.exit(code)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("mode", type=click.Choice(MODES))
-@click.argument("specfile", required=False, type=click.Path(dir_okay=False))
-@click.option("--submission", default="submission.py", show_default=True, help="The submission file to evaluate.")
+def case_options(command):
+    """The options of every verb that runs cases of a task."""
+    for option in reversed([
+        click.argument("specfile", required=False, type=click.Path(dir_okay=False)),
+        click.option("--submission", default="submission.py", show_default=True,
+                     help="The submission file to evaluate."),
+        click.option("--task", "task_dir", default=None,
+                     help="Task folder with task.yml (default: the folder of eval.py)."),
+        click.option("--set", "case_set", type=click.Choice(("tests", "benchmarks", "robustness")), default=None,
+                     help="Which cases of task.yml to run when no SPECFILE is given."),
+        click.option("--only", default=None, help="Comma-separated case numbers to run, e.g. 0,3."),
+        click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
+                     "as in the competition's private runs."),
+        click.option("--json", "json_path", default=None, help="Also write the results to this JSON file."),
+        click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before "
+                     "the submission is killed (its first case includes any JIT compile)."),
+        click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
+                     "(needed to rank when the evaluator is not root; never for untrusted code)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def timing_options(command):
+    """The options of the verbs that time."""
+    for option in reversed([
+        click.option("--max-runs", type=int, default=None, help="Most timed samples per case (a sample is N "
+                      "calls under the competition's timing); also caps the untimed check calls."),
+        click.option("--max-time", type=float, default=None, help="Most seconds of timing per case (default: "
+                     "5 under the competition method, 10 per call, 30 in a leaderboard)."),
+        click.option("--timing", "timing_method", type=click.Choice(("competition", "per-call")), default=None,
+                     help="competition: N distinct inputs back to back per sample, as the competition's eval.py "
+                     "times this task (default on a GPU); per-call: every call alone with a cold L2 (default on "
+                     "the CPU)."),
+    ]):
+        command = option(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """Evaluate an NVFP4 submission. With POPCORN_FD set, speaks the competition's protocol."""
+
+
+@cli.command()
+@case_options
+def test(**options):
+    """Check the submission against the reference on the test cases (or SPECFILE's)."""
+    evaluate("test", **options)
+
+
+@cli.command()
+@case_options
+@timing_options
+def benchmark(**options):
+    """Check once, then time each benchmark case (or SPECFILE's)."""
+    evaluate("benchmark", **options)
+
+
+@cli.command()
+@case_options
+@timing_options
+def leaderboard(**options):
+    """A ranked benchmark: every timed output checked, stops at the first failure, refuses a weak sandbox."""
+    evaluate("leaderboard", **options)
+
+
+@cli.command()
+@case_options
+def profile(**options):
+    """One call per case under the PyTorch profiler; prints its table."""
+    evaluate("profile", **options)
+
+
+@cli.command()
+@case_options
+def diagnose(**options):
+    """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol)."""
+    evaluate("diagnose", **options)
+
+
+@cli.command("compile")
+@click.option("--submission", default="submission.py", show_default=True, help="The submission file to build.")
 @click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
-@click.option("--set", "case_set", type=click.Choice(("tests", "benchmarks", "robustness")), default=None,
-              help="Which cases of task.yml to run (default: tests for test, benchmarks otherwise).")
-@click.option("--only", default=None, help="Comma-separated case numbers to run, e.g. 0,3.")
-@click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
-              "as in the competition's private runs.")
-@click.option("--json", "json_path", default=None, help="Also write the results to this JSON file.")
-@click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before the "
-              "submission is killed (its first case includes any JIT compile).")
-@click.option("--max-runs", type=int, default=None, help="Most timed samples per benchmark case (a sample is N calls "
-              "under the competition's timing); also caps the untimed check calls.")
-@click.option("--max-time", type=float, default=None, help="Most seconds of timing per benchmark case.")
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
-              help="compile mode: the target(s) to build for (default both).")
+              help="The target(s) to build for (default both).")
 @click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
-              help="compile mode: require tensor-core MMA instructions (default: as the task says).")
-@click.option("--timing", "timing_method", type=click.Choice(("competition", "per-call")), default=None,
-              help="competition: N distinct inputs back to back per sample, as the competition's eval.py times "
-              "this task (default on a GPU); per-call: every call alone with a cold L2 (default on the CPU).")
-@click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation (needed "
-              "to rank when the evaluator is not root; never for untrusted code).")
-def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, max_runs, max_time, archs,
-         expect, timing_method, no_sandbox):
-    """Evaluate an NVFP4 submission: MODE is test, benchmark, leaderboard, profile, compile or diagnose."""
-    if mode == "compile":
-        sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
+              help="Require tensor-core MMA instructions (default: as the task says).")
+def compile_command(submission, task_dir, archs, expect):
+    """Build the submission's CUDA sources with nvcc (no GPU needed): per arch built / not targeted / failed."""
+    sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
+
+
+def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
+             max_runs=None, max_time=None, timing_method=None):
+    """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
+    from arena.evaluation import run_mode
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
     from arena.taskdef import TaskError, load_task
 
@@ -125,6 +190,8 @@ def main(mode, specfile, submission, task_dir, case_set, only, seed, json_path, 
     sys.exit(EXIT_OK if all(r.passed for r in results) and not info.get("refused") else EXIT_FAILED)
 
 
+
+
 def _console():
     from rich.console import Console
     console = Console()
@@ -173,88 +240,8 @@ def _take_secret_seed(cli_seed):
         fail_setup(f"POPCORN_SEED must be an integer, got {raw!r}", EXIT_SPEC)
 
 
-def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
-             timing_method=None):
-    import torch
-    from arena.modes import WALL_CALLS, Evaluator, Limits
-    from arena.results import CaseResult
-    from arena.report import system_info
-    from arena.runner import Worker, WorkerFailure
-
-    # Everything the parent will ever run is imported (and rendered once) before the worker exists: a
-    # module loaded later could be one the submission rewrote.
-    from arena import diagnose, report  # noqa: F401
-    report.warm_up(mode)
-    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
-        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
-    hardening = sandbox.harden_parent(sandboxed)
-    if popcorn_fd is not None:
-        os.set_inheritable(int(popcorn_fd), False)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        click.echo("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)",
-                   err=True)
-    ranked = mode == "leaderboard"
-    method = timing_method or ("competition" if device == "cuda" else "per-call")
-    # Seconds of timing per case: a competition sample already averages N calls, so a benchmark stops
-    # sooner (a whole benchmark of the shipped kernel in under 20 s on an H100); a ranked run takes longer.
-    budget = 30.0 if ranked else (5.0 if method == "competition" and task.competition_calls > 1 else 10.0)
-    limits = Limits(case_timeout=timeout,
-                    max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
-                    max_wall=max_time or budget / (1 if device == "cuda" else 5),
-                    check_every=ranked, method=method,
-                    calls_per_sample=task.competition_calls,
-                    wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
-    reference = task.import_reference()
-    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
-                    sandboxed=sandboxed)
-    evaluator = Evaluator(reference, worker, device, limits)
-    results, reports, refused = [], {}, ""
-    clock = time.perf_counter()
-    wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
-    try:
-        import_error = None
-        try:
-            worker.start()
-        except WorkerFailure as failure:
-            import_error = failure
-        wall_s["worker_start"] = round(time.perf_counter() - clock, 3)
-        if ranked and sandboxed and worker.isolation is not None and worker.isolation.weak:
-            refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
-        for index, case in indexed:
-            case_clock = time.perf_counter()
-            if import_error:
-                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
-                                          details=[import_error.traceback] if import_error.traceback else []))
-                continue
-            if mode == "test":
-                results.append(evaluator.test(index, case))
-            elif mode == "diagnose":
-                result, reports[index] = diagnose.diagnose_case(evaluator, index, case)
-                results.append(result)
-            elif mode == "profile":
-                result, table = evaluator.profile(index, case)
-                results.append(result)
-                reports[index] = table
-            else:
-                results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
-            wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
-            if ranked and not results[-1].passed:
-                break               # as the competition: a ranked run stops at the first failure
-        evaluator.finish()                  # late writes to outputs already checked
-    finally:
-        worker.stop()
-        sandbox.end_all()                   # every descendant, before any result is written
-    info = system_info()
-    info["integrity"] = {"parent": hardening, "worker": worker.hardening}
-    info["notices"] = worker.notices
-    info["refused"] = refused
-    info["wall_s"] = {**wall_s, "total": round(time.perf_counter() - clock, 3)}
-    return results, reports, info
-
-
 if __name__ == "__main__":
     sandbox.reexec_without_secrets()        # POPCORN_SEED and --seed out of /proc/<pid> before anything else
     sandbox.start_import_audit()
     sandbox.stop_on_signals()               # SIGTERM/SIGHUP unwind like Ctrl-C: the worker never outlives us
-    main()
+    cli()

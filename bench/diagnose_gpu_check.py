@@ -15,10 +15,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from tests.evalrun import run_eval, spec_file  # noqa: E402
 BROKEN = os.path.join(ROOT, "tests", "broken")
 PASS = "(passes, no diagnosis)"
 
@@ -68,18 +68,12 @@ DIAGNOSE_ROWS = [
 
 
 def run_test_row(submission: str, spec: str, expected: str, timeout: float) -> tuple[bool, str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        spec_path, json_path = os.path.join(tmp, "spec.txt"), os.path.join(tmp, "out.json")
-        with open(spec_path, "w") as f:
-            f.write(spec + "\n")
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "eval.py", "test", spec_path, "--submission", submission,
-                               "--json", json_path], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        seconds = time.perf_counter() - started
-        if not os.path.exists(json_path):
-            tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-            return False, f"eval.py exited {proc.returncode} without JSON: {tail}", seconds
-        cases = json.load(open(json_path))["cases"]
+    run = run_eval("test", spec_file(spec + "\n"), "--submission", submission, json_report=True, timeout=timeout)
+    seconds = run.seconds
+    if run.doc is None:
+        tail = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return False, f"eval.py exited {run.code} without JSON: {tail}", seconds
+    cases = run.doc["cases"]
     failing = [c for c in cases if not c["passed"]]
     if expected == PASS:
         if failing:
@@ -92,16 +86,14 @@ def run_test_row(submission: str, spec: str, expected: str, timeout: float) -> t
 
 
 def run_diagnose_row(submission: str, expected: str, timeout: float) -> tuple[bool, str, float]:
-    started = time.perf_counter()
     task = ["--task", "tasks/nvfp4_gemv"] if "gemv" in submission else []
-    proc = subprocess.run([sys.executable, "eval.py", "diagnose", "--submission", submission, *task], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "400"})
-    seconds = time.perf_counter() - started
-    text = " ".join(proc.stdout.split())
+    run = run_eval("diagnose", "--submission", submission, *task, timeout=timeout, env={"COLUMNS": "400"})
+    seconds = run.seconds
+    text = " ".join(run.stdout.split())
     if expected in text:
         return True, expected, seconds
-    lines = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith(("✘", "✔"))]
-    return False, " / ".join(lines)[:300] or f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}", seconds
+    lines = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith(("✘", "✔"))]
+    return False, " / ".join(lines)[:300] or f"exit {run.code}: {run.stderr.strip()[-200:]}", seconds
 
 
 def main():

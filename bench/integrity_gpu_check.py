@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from tests.evalrun import run_eval  # noqa: E402
 SMALL = "m: 128; n: 256; k: 256; l: 1; seed: 1111"
 BENCH_SMALL = "m: 128; n: 7168; k: 2048; l: 1; seed: 1111"          # official benchmark, SOL 1.333 us
 BENCH_LARGE = "m: 128; n: 7168; k: 16384; l: 1; seed: 1111"         # official benchmark, SOL 8.994 us
@@ -83,54 +84,38 @@ def run_check(check: Check, workdir: str) -> dict:
     spec = os.path.join(workdir, f"{tag}.txt")
     with open(spec, "w") as f:
         f.write(check.spec + "\n")
-    json_path = os.path.join(workdir, f"{tag}.json")
     exploit_dir = os.path.join(workdir, tag)
     os.makedirs(exploit_dir, exist_ok=True)
-    env = {**os.environ, "EXPLOIT_DIR": exploit_dir, "ARENA_WORKER_WRITABLE": exploit_dir, **check.env}
-    env.pop("POPCORN_FD", None)
-    command = [sys.executable, os.path.join(ROOT, "eval.py"), check.mode, spec, "--submission",
-               os.path.join(ROOT, check.submission), "--json", json_path, "--timeout", "120"]
+    env = {"EXPLOIT_DIR": exploit_dir, "ARENA_WORKER_WRITABLE": exploit_dir, **check.env}
+    args = [check.mode, spec, "--submission", os.path.join(ROOT, check.submission), "--timeout", "120"]
     if check.mode != "test":
-        command += FAST
+        args += FAST
     if check.timing:
-        command += ["--timing", check.timing]
-    started = time.time()
-    raw, pass_fds = "", ()
-    if check.popcorn:
-        read_end, write_end = os.pipe()
-        env["POPCORN_FD"], pass_fds = str(write_end), (write_end,)
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=pass_fds, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    if check.popcorn:
-        os.close(write_end)
-        with os.fdopen(read_end) as pipe:
-            raw = pipe.read()
-    stdout, stderr = proc.communicate(timeout=300)
-    seconds = time.time() - started
-    try:
-        doc = json.load(open(json_path))
-    except (OSError, ValueError):
+        args += ["--timing", check.timing]
+    run = run_eval(*args, popcorn=check.popcorn, env=env, json_report=True, timeout=300)
+    seconds, raw, proc_code, stderr, doc = run.seconds, run.raw, run.code, run.stderr, run.doc
+    if doc is None:
         return {"name": check.name, "caught": False, "seconds": seconds, "isolation": "?",
-                "how": f"no JSON (exit {proc.returncode}): {stderr.strip().splitlines()[-1:]}"}
+                "how": f"no JSON (exit {proc_code}): {stderr.strip().splitlines()[-1:]}"}
     case = doc["cases"][0] if doc["cases"] else {}
     warnings, error = case.get("warnings", []), case.get("error", "")
     isolation = (doc.get("integrity") or {}).get("worker", "?")
-    row = {"name": check.name, "seconds": round(seconds, 1), "isolation": isolation, "exit": proc.returncode,
+    row = {"name": check.name, "seconds": round(seconds, 1), "isolation": isolation, "exit": proc_code,
            "error": error, "warnings": warnings, "stats": case.get("stats")}
     if check.clean:
         leaks = [line for line in _log(exploit_dir, "seed_probe") if "987654321" in line]
-        row["caught"] = proc.returncode == 0 and not warnings and not leaks and "FORGED" not in raw
-        row["how"] = "passed, no flags" if row["caught"] else f"exit {proc.returncode}; {error or warnings or leaks}"
+        row["caught"] = proc_code == 0 and not warnings and not leaks and "FORGED" not in raw
+        row["how"] = "passed, no flags" if row["caught"] else f"exit {proc_code}; {error or warnings or leaks}"
         if check.name.startswith("reading"):
             denied = [line for line in _log(exploit_dir, "seed_probe") if "environ: denied" in line]
             row["how"] = f"seed not found; parent environ {'denied' if denied else 'readable (seed absent)'}"
     elif check.error:
-        row["caught"] = proc.returncode == 112 and check.error in error and "FORGED" not in raw
-        row["how"] = error or f"exit {proc.returncode}, no error"
+        row["caught"] = proc_code == 112 and check.error in error and "FORGED" not in raw
+        row["how"] = error or f"exit {proc_code}, no error"
     else:
         hits = [w for w in warnings if any(expected in w for expected in check.warning)]
         row["caught"] = bool(hits)
-        row["how"] = f"flag: {hits[0]}" if hits else f"NOT flagged (exit {proc.returncode}; {error or warnings})"
+        row["how"] = f"flag: {hits[0]}" if hits else f"NOT flagged (exit {proc_code}; {error or warnings})"
         if warnings and len(warnings) > 1:
             row["how"] += f" (+{len(warnings) - 1} more flags)"
     if case.get("stats"):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.evalrun import run_eval  # noqa: E402
 
 
 def benchmark_specs() -> str:
@@ -42,26 +43,6 @@ def gpu_state() -> str:
                               capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "?"
-
-
-def popcorn_keys(raw: str) -> dict:
-    return dict(line.split(": ", 1) for line in raw.splitlines() if ": " in line)
-
-
-def run_with_fd(command: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int, dict, str]:
-    read_end, write_end = os.pipe()
-    env = {**env, "POPCORN_FD": str(write_end)}
-    proc = subprocess.Popen(command, cwd=cwd, env=env, pass_fds=(write_end,), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        raw = pipe.read()
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output, _ = proc.communicate()
-    return proc.returncode, popcorn_keys(raw), output
 
 
 def official_folder(official_eval: Path, official_utils: Path, submission: Path, scratch: Path) -> Path:
@@ -115,34 +96,30 @@ def main():
     spec = scratch / "benchmarks.txt"
     spec.write_text(benchmark_specs())
     shapes = [line.split("; seed")[0] for line in spec.read_text().splitlines()]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
     rows, record = [], []
     for submission in args.submissions:
         submission = submission.resolve()
         folder = official_folder(args.official_eval.resolve(), official_utils, submission, scratch)
         runs = {"official": [], "ours": []}
-        for run in range(args.runs):
+        for attempt in range(args.runs):
             for harness in ("official", "ours"):
                 before = gpu_state()
                 if harness == "official":
-                    code, keys, output = run_with_fd([sys.executable, "eval.py", "benchmark", str(spec)], folder,
-                                                     {**env, "PYTHONPATH": str(ROOT)}, args.timeout)
+                    result = run_eval("benchmark", str(spec), script="eval.py", cwd=folder, popcorn=True,
+                                      env={"PYTHONPATH": str(ROOT)}, timeout=args.timeout, check_timeout=False)
                 else:
-                    ours_json = scratch / "ours.json"
-                    ours_json.unlink(missing_ok=True)
-                    code, keys, output = run_with_fd([sys.executable, str(ROOT / "eval.py"), "benchmark", str(spec),
-                                                      "--submission", str(submission), "--json", str(ours_json)],
-                                                     ROOT, env, args.timeout)
-                    clocks = [c.get("timing", {}).get("gpu") for c in
-                              (json.loads(ours_json.read_text())["cases"] if ours_json.exists() else [])]
+                    result = run_eval("benchmark", str(spec), "--submission", str(submission), popcorn=True,
+                                      json_report=True, timeout=args.timeout, check_timeout=False)
+                    clocks = [c.get("timing", {}).get("gpu") for c in (result.doc or {}).get("cases", [])]
                     before += f"; clocks while timing {[(c['sm_mhz_min'], c['sm_mhz_max']) for c in clocks if c]}"
                 after = gpu_state()
+                code, keys, output = result.code, result.keys, result.stdout + result.stderr
                 figures = means_us(keys)
                 runs[harness].append(figures)
-                record.append({"submission": submission.name, "harness": harness, "run": run, "exit": code,
+                record.append({"submission": submission.name, "harness": harness, "run": attempt, "exit": code,
                                "means_us": figures, "gpu_before": before, "gpu_after": after,
                                "tail": output.strip().splitlines()[-3:] if code else []})
-                print(f"{submission.name} {harness} run {run}: exit {code}, "
+                print(f"{submission.name} {harness} run {attempt}: exit {code}, "
                       f"{' / '.join(f'{m:.2f}' if m else '—' for m in figures)} us; gpu {before} -> {after}",
                       flush=True)
         for i, shape in enumerate(shapes):

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.evalrun import run_eval  # noqa: E402
 TASK_FOLDERS = {"nvfp4_gemm": ROOT, "nvfp4_gemv": ROOT / "tasks" / "nvfp4_gemv",
                 "nvfp4_dual_gemm": ROOT / "tasks" / "nvfp4_dual_gemm",
                 "nvfp4_group_gemm": ROOT / "tasks" / "nvfp4_group_gemm"}
@@ -27,17 +26,9 @@ TASK_FOLDERS = {"nvfp4_gemm": ROOT, "nvfp4_gemv": ROOT / "tasks" / "nvfp4_gemv",
 
 def run_one(folder: Path, row: dict, timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "result.json"
-        command = [sys.executable, str(ROOT / "eval.py"), "test", "--submission", str(folder / row["file"]),
-                   "--task", str(TASK_FOLDERS[row["problem"]]), "--json", str(report)]
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=scratch)
-            code, stderr = done.returncode, done.stderr
-        except subprocess.TimeoutExpired:
-            code, stderr = None, ""
-        seconds = time.perf_counter() - started
-        data = json.loads(report.read_text()) if report.exists() else {}
+        run = run_eval("test", "--submission", str(folder / row["file"]), "--task", str(TASK_FOLDERS[row["problem"]]),
+                       cwd=scratch, json_report=True, timeout=timeout, check_timeout=False)
+    code, stderr, seconds, data = run.code, run.stderr, run.seconds, run.doc or {}
     cases = data.get("cases", [])
     failed = [c for c in cases if not c.get("passed")]
     if code is None:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from tests.evalrun import run_eval  # noqa: E402
 TASKS = {
     "nvfp4_gemm": (ROOT, os.path.join(ROOT, "submissions", "torch_reference.py")),
     "nvfp4_gemv": (os.path.join(ROOT, "tasks", "nvfp4_gemv"), os.path.join(ROOT, "tasks", "nvfp4_gemv", "torch_submission.py")),
@@ -75,19 +73,14 @@ def device_placement(name: str) -> str:
     return "ok"
 
 
-def run_eval(mode: str, name: str, case_set: str, extra: list[str]) -> dict:
+def run_task(mode: str, name: str, case_set: str, extra: list[str]) -> dict:
     folder, example = TASKS[name]
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        report = f.name
-    command = [sys.executable, os.path.join(ROOT, "eval.py"), mode, "--task", folder, "--submission", example,
-               "--set", case_set, "--json", report, *extra]
-    started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    row = {"task": name, "mode": mode, "set": case_set, "code": proc.returncode,
-           "seconds": time.perf_counter() - started, "passed": 0, "total": 0, "note": ""}
+    run = run_eval(mode, "--task", folder, "--submission", example, "--set", case_set, *extra, json_report=True,
+                   timeout=3600)
+    row = {"task": name, "mode": mode, "set": case_set, "code": run.code,
+           "seconds": run.seconds, "passed": 0, "total": 0, "note": ""}
     try:
-        with open(report) as f:
-            doc = json.load(f)
+        doc = run.doc
         cases = doc["cases"]
         row.update(passed=sum(c["passed"] for c in cases), total=len(cases), system=doc.get("system", {}))
         failed = [c for c in cases if not c["passed"]]
@@ -95,12 +88,9 @@ def run_eval(mode: str, name: str, case_set: str, extra: list[str]) -> dict:
             row["note"] = f"case {failed[0]['index']}: {failed[0]['error']}"
         elif mode == "benchmark" and doc.get("geomean_us") is not None:
             row["note"] = f"geomean {doc['geomean_us']:.1f} us (pure PyTorch example)"
-    except (OSError, ValueError, KeyError):
-        tail = (proc.stderr or proc.stdout).strip().splitlines()
-        row["note"] = f"no report (exit {proc.returncode}): {tail[-1] if tail else 'no output'}"
-    finally:
-        if os.path.exists(report):
-            os.unlink(report)
+    except (TypeError, KeyError):
+        tail = (run.stderr or run.stdout).strip().splitlines()
+        row["note"] = f"no report (exit {run.code}): {tail[-1] if tail else 'no output'}"
     return row
 
 
@@ -130,11 +120,11 @@ def main():
     for name in names:
         placement[name] = device_placement(name)
         for case_set in [s for s in args.sets.split(",") if s]:
-            rows.append(run_eval("test", name, case_set, []))
+            rows.append(run_task("test", name, case_set, []))
             print(f"  ran {name} test --set {case_set}: {rows[-1]['passed']}/{rows[-1]['total']} "
                   f"in {rows[-1]['seconds']:.0f} s", flush=True)
         if args.benchmark:
-            rows.append(run_eval("benchmark", name, "benchmarks", ["--max-runs", "10", "--max-time", "3"]))
+            rows.append(run_task("benchmark", name, "benchmarks", ["--max-runs", "10", "--max-time", "3"]))
 
     header = ("task", "mode", "set", "passed", "exit", "seconds", "tensor devices", "note")
     table = [(r["task"], r["mode"], r["set"], f"{r['passed']}/{r['total']}", str(r["code"]), f"{r['seconds']:.1f}",

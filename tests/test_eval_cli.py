@@ -161,3 +161,14 @@ def test_a_scaled_mm_submission_passes_off_blackwell_and_says_it_was_emulated(sm
 def test_no_emulation_notice_when_the_submission_never_called_scaled_mm(small_spec):
     run = run_eval("test", small_spec, "--submission", GOOD, popcorn=True)
     assert run.code == 0 and "emulated torch._scaled_mm" not in run.stderr
+
+
+def test_each_verb_has_its_own_help_and_only_its_options():
+    helps = {verb: run_eval(verb, "--help").stdout for verb in
+             ("test", "benchmark", "leaderboard", "profile", "diagnose", "compile")}
+    assert len(set(helps.values())) == 6                       # six different texts
+    assert "--timing" in helps["benchmark"] and "--timing" not in helps["test"]
+    assert "--arch" in helps["compile"] and "--arch" not in helps["benchmark"]
+    assert "--set" not in helps["compile"]
+    wrong = run_eval("test", "--timing", "per-call")
+    assert wrong.code == 2 and "No such option" in wrong.stderr and "--timing" in wrong.stderr

@@ -1,0 +1,94 @@
+"""One evaluation run, from the trusted parent: harden it, start the worker, run each case of the mode, end every
+process the submission started. eval.py (the command line) calls `run_mode`; arena/modes.py holds what each
+mode does with one case.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from arena import sandbox
+
+
+def notice(message: str):
+    print(message, file=sys.stderr)
+
+
+def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
+             timing_method=None):
+    import torch
+    from arena.modes import WALL_CALLS, Evaluator, Limits
+    from arena.results import CaseResult
+    from arena.report import system_info
+    from arena.runner import Worker, WorkerFailure
+
+    # Everything the parent will ever run is imported (and rendered once) before the worker exists: a
+    # module loaded later could be one the submission rewrote.
+    from arena import diagnose, report  # noqa: F401
+    report.warm_up(mode)
+    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
+        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+    hardening = sandbox.harden_parent(sandboxed)
+    if popcorn_fd is not None:
+        os.set_inheritable(int(popcorn_fd), False)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        notice("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)")
+    ranked = mode == "leaderboard"
+    method = timing_method or ("competition" if device == "cuda" else "per-call")
+    # Seconds of timing per case: a competition sample already averages N calls, so a benchmark stops
+    # sooner (a whole benchmark of the shipped kernel in under 20 s on an H100); a ranked run takes longer.
+    budget = 30.0 if ranked else (5.0 if method == "competition" and task.competition_calls > 1 else 10.0)
+    limits = Limits(case_timeout=timeout,
+                    max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
+                    max_wall=max_time or budget / (1 if device == "cuda" else 5),
+                    check_every=ranked, method=method,
+                    calls_per_sample=task.competition_calls,
+                    wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
+    reference = task.import_reference()
+    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
+                    sandboxed=sandboxed)
+    evaluator = Evaluator(reference, worker, device, limits)
+    results, reports, refused = [], {}, ""
+    clock = time.perf_counter()
+    wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
+    try:
+        import_error = None
+        try:
+            worker.start()
+        except WorkerFailure as failure:
+            import_error = failure
+        wall_s["worker_start"] = round(time.perf_counter() - clock, 3)
+        if ranked and sandboxed and worker.isolation is not None and worker.isolation.weak:
+            refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
+        for index, case in indexed:
+            case_clock = time.perf_counter()
+            if import_error:
+                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
+                                          details=[import_error.traceback] if import_error.traceback else []))
+                continue
+            if mode == "test":
+                results.append(evaluator.test(index, case))
+            elif mode == "diagnose":
+                result, reports[index] = diagnose.diagnose_case(evaluator, index, case)
+                results.append(result)
+            elif mode == "profile":
+                result, table = evaluator.profile(index, case)
+                results.append(result)
+                reports[index] = table
+            else:
+                results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
+            wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
+            if ranked and not results[-1].passed:
+                break               # as the competition: a ranked run stops at the first failure
+        evaluator.finish()                  # late writes to outputs already checked
+    finally:
+        worker.stop()
+        sandbox.end_all()                   # every descendant, before any result is written
+    info = system_info()
+    info["integrity"] = {"parent": hardening, "worker": worker.hardening}
+    info["notices"] = worker.notices
+    info["refused"] = refused
+    info["wall_s"] = {**wall_s, "total": round(time.perf_counter() - clock, 3)}
+    return results, reports, info
