@@ -306,15 +306,16 @@ def cuda_sources(path: str) -> dict[str, str]:
 # ---- building -----------------------------------------------------------------------------------------
 
 def find_tool(name: str) -> str | None:
-    """nvcc's sibling tools, or the copies that PyPI's nvidia-cuda-* packages install."""
+    """A CUDA tool (nvcc, cuobjdump, nvdisasm, ...): on PATH, in $CUDA_HOME or /usr/local/cuda, or the copy a
+    PyPI nvidia-cuda-* package installs. The one finder of the project (tests and bench use it too)."""
     found = shutil.which(name)
     if found:
         return found
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    candidates = [os.path.join(home, "bin", name) for home in homes if home]
     for root in sys.path:
-        for candidate in glob.glob(os.path.join(root, "nvidia", "cu*", "bin", name)):
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return None
+        candidates += sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin", name)))
+    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
 def cutlass_include_dirs() -> list[str] | None:

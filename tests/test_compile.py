@@ -1,13 +1,13 @@
 """`eval.py compile`: finding CUDA sources without running the submission, ptxas parsing, real nvcc builds."""
-import shutil
 import textwrap
 
 import pytest
 
 from arena import compile as arena_compile
+from arena.compile import find_tool
 from tests.evalrun import run_eval
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+needs_nvcc = pytest.mark.skipif(find_tool("nvcc") is None, reason="nvcc not installed")
 
 SUBMISSION = textwrap.dedent('''
     import torch

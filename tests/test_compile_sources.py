@@ -6,16 +6,16 @@ without any `__global__`, sources written only for sm_100a, a CUDA-core GEMV ker
 beside a CUDA-core epilogue. The builds use the real nvcc; they skip with one reason without it.
 """
 import os
-import shutil
 import subprocess
 import textwrap
 
 import pytest
 
 from arena import compile as arena_compile
+from arena.compile import find_tool
 from tests.evalrun import ROOT, run_eval
 
-NVCC = shutil.which("nvcc")
+NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed (CUDA toolkit)")
 GEMV_TASK = f"{ROOT}/tasks/nvfp4_gemv"
 
@@ -276,7 +276,7 @@ def test_the_worker_finds_cutlass_headers_as_the_competition_image_did(monkeypat
     env = runner.with_cutlass_headers({"CPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
     assert env["CPATH"] == f"{include}{os.pathsep}/elsewhere" and env["CUTLASS_PATH"] == str(tmp_path / "cutlass")
     assert runner.with_cutlass_headers({"CUTLASS_PATH": "/mine"})["CUTLASS_PATH"] == "/mine"
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    nvcc = find_tool("nvcc")
     if nvcc:
         source = tmp_path / "k.cu"
         source.write_text("#include <cutlass/probe.h>\n#if ARENA_PROBE != 1\n#error no\n#endif\n"

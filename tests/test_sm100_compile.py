@@ -7,35 +7,26 @@
 - GPU (Hopper) test: runs bench/sm100_emulation_check.py --quick (marked gpu; skipped without a GPU).
 Nothing here runs on Blackwell hardware.
 """
-import glob
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
+from arena.compile import find_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KDIR = os.path.join(ROOT, "kernels", "sm100")
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 
 
 def _sass_tool():
     for name in ("cuobjdump", "nvdisasm"):
-        p = shutil.which(name)
-        if p:
-            return name, p
-    try:  # pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
-        import nvidia  # noqa: F401
-        for base in list(nvidia.__path__):
-            for name in ("cuobjdump", "nvdisasm"):
-                hits = glob.glob(os.path.join(base, "*", "bin", name))
-                if hits:
-                    return name, hits[0]
-    except ImportError:
-        pass
+        path = find_tool(name)
+        if path:
+            return name, path
     return None, None
 
 

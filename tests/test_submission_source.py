@@ -1,7 +1,6 @@
 """submission.py as a source file: competition filters, the CUDA sources' build for sm_90a, and (on a GPU)
 bit-exactness of the Hopper path on a few shapes."""
 import ast
-import glob
 import os
 import re
 import shutil
@@ -10,6 +9,8 @@ import sys
 
 import pytest
 import torch
+
+from arena.compile import find_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUBMISSION = os.path.join(ROOT, "submission.py")
@@ -38,15 +39,7 @@ def _module_strings(path):
 
 
 def _tool(name):
-    found = shutil.which(name)
-    if found:
-        return found
-    for root in sys.path:
-        for cand in glob.glob(os.path.join(root, "nvidia", "*", "bin", name)) + \
-                glob.glob(os.path.join(root, "nvidia", "cuda_*", "bin", name)):
-            if os.access(cand, os.X_OK):
-                return cand
-    return None
+    return find_tool(name)
 
 
 def test_no_forbidden_word():
