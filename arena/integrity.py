@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 import time
 
+from arena.nested import tensors_in
+
 
 class IntegrityViolation(RuntimeError):
     """The submission tampered with the harness; `str()` is one clear line."""
@@ -220,19 +222,6 @@ def sync_latency_ns(sync, repeats: int = 5, clock=time.perf_counter_ns) -> float
 
 
 # ---- the parent's audit of every output ------------------------------------------------------------------
-
-def tensors_in(data, path: str = "data"):
-    """(path, tensor) for every tensor in nested tuples/lists/dicts."""
-    import torch
-    if isinstance(data, torch.Tensor):
-        yield path, data
-    elif isinstance(data, (tuple, list)):
-        for i, x in enumerate(data):
-            yield from tensors_in(x, f"{path}[{i}]")
-    elif isinstance(data, dict):
-        for k, x in data.items():
-            yield from tensors_in(x, f"{path}[{k!r}]")
-
 
 def _span(t) -> tuple[int, int, str]:
     """The bytes a tensor can touch: [first, last) of its strided extent (slices of one buffer do not overlap)."""

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from arena import gpustate, integrity, sandbox, timing
+from arena.nested import tensors_in
 from arena.results import CaseResult
 from arena.runner import Reply, Worker, WorkerFailure
 from arena.specs import Case
@@ -34,13 +35,7 @@ class Limits:
 
 
 def data_bytes(data) -> int:
-    if isinstance(data, (tuple, list)):
-        return sum(data_bytes(x) for x in data)
-    if isinstance(data, dict):
-        return sum(data_bytes(x) for x in data.values())
-    if isinstance(data, torch.Tensor):
-        return data.untyped_storage().nbytes()
-    return 0
+    return sum(t.untyped_storage().nbytes() for _, t in tensors_in(data))
 
 
 class Evaluator:

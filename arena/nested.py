@@ -1,5 +1,5 @@
-"""Walking the nested tuples, lists and dicts that tasks pass around (inputs, outputs, requests)."""
-import torch
+"""Walking the nested tuples, lists and dicts that tasks pass around (inputs, outputs, requests).
+Standard library at import (torch is imported where a tensor is met), like arena/integrity.py, its user."""
 
 
 def map_leaves(value, fn):
@@ -15,4 +15,18 @@ def map_leaves(value, fn):
 
 def clone_data(data):
     """Deep copy of the tensors in nested tuples/lists/dicts (what the submission gets)."""
+    import torch
     return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
+
+
+def tensors_in(data, path: str = "data"):
+    """(path, tensor) for every tensor in nested tuples/lists/dicts, the path written as Python indexing."""
+    import torch
+    if isinstance(data, torch.Tensor):
+        yield path, data
+    elif isinstance(data, (tuple, list)):
+        for i, x in enumerate(data):
+            yield from tensors_in(x, f"{path}[{i}]")
+    elif isinstance(data, dict):
+        for k, x in data.items():
+            yield from tensors_in(x, f"{path}[{k!r}]")
