@@ -110,3 +110,21 @@ def test_sm90_bit_exact(shape):
     c.fill_(float("nan"))
     out = submission.custom_kernel((*data[:6], c))
     assert torch.equal(out.view(torch.int16), ref.view(torch.int16))
+
+
+def test_every_generated_region_of_submission_py_matches_its_kernel_source(tmp_path):
+    """kernels/generate.py --check: the CUDA in submission.py is the kernels/ files, verbatim; an edit to a
+    source that was not regenerated is named by region."""
+    generate = os.path.join(ROOT, "kernels", "generate.py")
+    done = subprocess.run([sys.executable, generate, "--check"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sys.path.insert(0, os.path.dirname(generate))
+    try:
+        import generate as generator
+    finally:
+        sys.path.remove(os.path.dirname(generate))
+    edited = tmp_path / "sm90.cuh"
+    edited.write_text(open(generator.STRINGS[1][1]).read() + "// an edit\n")
+    current = open(generator.SUBMISSION).read()
+    moved = generator.with_string(current, generator.STRINGS[1][2], generator.source_text(str(edited)))
+    assert moved != current and "// an edit\n" in moved

@@ -1,0 +1,566 @@
+// The sm_90a kernel of submission.py (fp4 -> fp16 decode + wgmma) and its extern "C" launcher; compiled
+// after kernels/common/nvfp4_common.cuh as one translation unit. kernels/generate.py copies this file, from
+// the line after this header on, into submission.py's CUDA_SM90; edit it here, then run the generator.
+// ---- generated text begins on the next line
+// target: sm_90a (wgmma, setmaxnreg)
+#ifndef NVFP4_PROFILE_MODE
+#define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
+                               // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
+                               // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
+                               // (with 32, ptxas drops the unused wgmmas: only meaningful with 4)
+#endif
+namespace nvfp4 {
+namespace sm90 {
+
+// CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x MB m64 blocks each) x 128 A rows, 128 k per stage.
+// MB = 2 (256-row B tiles) halves the A-decode work per MMA; MB = 1 (128-row tiles) gives twice the work
+// units, better when each SM would get only a few k-blocks. The launcher picks one per shape.
+constexpr int NUM_CWG = 2;                    // consumer warpgroups
+constexpr int PRODUCER_WARP = 4 * (1 + NUM_CWG);
+constexpr int THREADS = 32 * (PRODUCER_WARP + 4);  // WG0 transform, WG1-2 consumers, WG3 producer (one warp works)
+constexpr int ACT_ATOM_BYTES = TILE_ROWS * 128;    // 64 k x 128 rows, fp16, 128B swizzle
+constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;  // 32768
+constexpr int EPI_LD = 72;                         // halves per row of the epilogue buffer
+constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;  // per consumer warpgroup (one m64 block at a time)
+
+template <int MB_>
+struct Cfg {
+  static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
+  static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
+  static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
+  static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
+  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
+  static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
+  static constexpr int RAW_A = B_ROWS * BK_BYTES;
+  static constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;      // 2 x 1024: B scale tiles of two 128-row blocks
+  static constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
+  static constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;
+  static constexpr int OFF_RAW = 0;
+  static constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
+  static constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
+  static constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
+  static constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;          // + barriers + alignment slack
+  static constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;         // one consumer warpgroup's (64*MB) x 128 partial
+  static_assert(MB == 1 || MB == 2, "MB");
+  static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
+  static_assert(SMEM_BYTES <= 232448, "shared memory");
+};
+#define NVFP4_SM90_CFG(MBV)                                                                                  \
+  constexpr int MB = Cfg<MBV>::MB, B_ROWS = Cfg<MBV>::B_ROWS, RAW_STAGES = Cfg<MBV>::RAW_STAGES;            \
+  constexpr int ACT_STAGES = Cfg<MBV>::ACT_STAGES, PRODUCER_REGS = Cfg<MBV>::PRODUCER_REGS;                 \
+  constexpr int TRANSFORM_REGS = Cfg<MBV>::TRANSFORM_REGS, CONSUMER_REGS = Cfg<MBV>::CONSUMER_REGS;         \
+  constexpr int RAW_B = Cfg<MBV>::RAW_B, RAW_A = Cfg<MBV>::RAW_A, RAW_SB = Cfg<MBV>::RAW_SB;                \
+  constexpr int RAW_SA = Cfg<MBV>::RAW_SA, RAW_STAGE_BYTES = Cfg<MBV>::RAW_STAGE_BYTES;                     \
+  constexpr int OFF_RAW = Cfg<MBV>::OFF_RAW, OFF_ACT = Cfg<MBV>::OFF_ACT, OFF_EPI = Cfg<MBV>::OFF_EPI;      \
+  constexpr int OFF_BAR = Cfg<MBV>::OFF_BAR, WS_FLOAT4_PER_UNIT = Cfg<MBV>::WS_FLOAT4_PER_UNIT;             \
+  (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
+  (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT;
+
+struct Params {
+  const uint8_t* sfa;   // blocked scales of A (batch stride sfa_batch bytes)
+  const uint8_t* sfb;
+  __half* c;
+  float4* ws;           // fixup partials
+  int* counters;        // one per (tile, consumer warpgroup), zero between calls
+  uint64_t sfa_batch, sfb_batch;
+  int M, N, K, L, kb64;
+  int b_row_blocks;     // ceil(N / 128): blocked-scale row blocks of B per batch
+  int vec_store;        // N % 8 == 0: 16-byte stores of C
+  Schedule sch;         // tiles: m_tiles = ceil(M/128), n_tiles = ceil(N/B_ROWS)
+};
+
+// fp4 pair -> fp16x2 bits of (value * 2^-14): lane 0 <- nibble I, lane 1 <- nibble I+4 of w.
+// e2m1 "s e e m" goes to fp16 bits 15 | 11..9 (exponent ee, top mantissa bit m); e == 0 gives the
+// fp16 subnormal 0.5 * 2^-14, so every code decodes exactly.
+template <int I>
+__device__ __forceinline__ uint32_t fp4x2_to_f16x2_scaled(uint32_t w) {
+  uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
+  uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
+  return mag | sgn;
+}
+// e4m3 scale byte -> (s * 2^7, s * 2^7) fp16x2 (exact: s <= 448 -> <= 57344)
+__device__ __forceinline__ uint32_t scale_x2(uint32_t byte) {
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
+  __half2 s = *reinterpret_cast<__half2*>(&h);
+  s = __hmul2(s, __floats2half2_rn(128.f, 128.f));
+  return *reinterpret_cast<uint32_t*>(&s);
+}
+__device__ __forceinline__ uint32_t hmul2_u32(uint32_t a, uint32_t b) {
+  __half2 r = __hmul2(*reinterpret_cast<__half2*>(&a), *reinterpret_cast<__half2*>(&b));
+  return *reinterpret_cast<uint32_t*>(&r);
+}
+template <int I>
+__device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
+  return hmul2_u32(fp4x2_to_f16x2_scaled<I>(w), s2);
+}
+__device__ __forceinline__ uint32_t word(const uint4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+
+// K permutation (inside one 128-k stage; both operands use it, so the GEMM is unchanged).
+// Physical element p = 32t + 8q + n (t = 16-byte chunk of the row, q = 32-bit word, n = nibble) sits at
+// logical k = 16*(2q + ((n>>1)&1)) + 2t + 8*(n&1) + (n>>2). Then the 4 threads of a quad (t = 0..3) each
+// need exactly one 16-byte chunk of a row per stage, and every fp16 pair comes from one word.
+
+// ---- wgmma (sm_90a) ----------------------------------------------------------------------------------------
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
+  uint64_t d = 0;
+  d |= (uint64_t)((saddr & 0x3FFFF) >> 4);
+  d |= (uint64_t)(16 >> 4) << 16;       // leading byte offset (unused for swizzled K-major)
+  d |= (uint64_t)(1024 >> 4) << 32;     // stride byte offset: 8 rows x 128 B
+  d |= (uint64_t)1 << 62;               // 128-byte swizzle
+  return d;
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+__device__ __forceinline__ void keep(const uint32_t (&a)[4]) {
+  asm volatile("" :: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]) : "memory");
+}
+__device__ __forceinline__ void keep_acc(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
+      "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+// one k16 step of one m64 block: fragments of rows g (x0) and g+8 (x1) from word q, pair base pb
+template <int PB>
+__device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint32_t w1, uint32_t s0, uint32_t s1) {
+  f[0] = dec<PB>(w0, s0);
+  f[1] = dec<PB>(w1, s1);
+  f[2] = dec<PB + 1>(w0, s0);
+  f[3] = dec<PB + 1>(w1, s1);
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------------------
+template <int MBV>
+__global__ void __launch_bounds__(THREADS, 1)
+gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMap map_a,
+            const __grid_constant__ CUtensorMap map_b) {
+  NVFP4_SM90_CFG(MBV)
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  // keep the pointer derived from smem_raw (shared window) while aligning to 1024 B
+  uint8_t* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  const uint32_t sbase = smem_u32(smem);
+  uint64_t* raw_full = (uint64_t*)(smem + OFF_BAR);
+  uint64_t* raw_empty = raw_full + RAW_STAGES;
+  uint64_t* act_full = raw_empty + RAW_STAGES;
+  uint64_t* act_empty = act_full + ACT_STAGES;
+  int* fix_flag = (int*)(act_empty + ACT_STAGES);
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+  const Schedule& sch = p.sch;
+  const int cta = blockIdx.x;
+  // (iteration range computed inside each role, after its setmaxnreg: nothing lives across it)
+#define NVFP4_ITER_RANGE                                                     \
+  const long long it_begin = sch.begin(cta), it_end = sch.begin(cta + 1); \
+  const int nk = sch.nk;                                                   \
+  (void)nk;
+
+  if (tid == 0) {
+    for (int s = 0; s < RAW_STAGES; ++s) {
+      mbar_init(&raw_full[s], 1);
+      mbar_init(&raw_empty[s], 4 + 4 * NUM_CWG);   // every transform and consumer warp
+    }
+    for (int s = 0; s < ACT_STAGES; ++s) { mbar_init(&act_full[s], 4); mbar_init(&act_empty[s], 4 * NUM_CWG); }
+    fence_mbar_init();
+  }
+  __syncthreads();
+#if NVFP4_PROFILE_MODE & 16
+  return;
+#endif
+
+  if (warp < 4) {
+    // ------------------------------------------------------------------ transform: A tile -> fp16 smem
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
+    NVFP4_ITER_RANGE
+    const int r = tid;  // row of the A tile
+    for (long long it = it_begin; it < it_end; ++it) {
+      const int j = (int)(it - it_begin);
+      const int s = j % RAW_STAGES;
+      const int as = j % ACT_STAGES;
+      mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
+#if NVFP4_PROFILE_MODE & 8
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&raw_empty[s]);
+      mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&act_full[as]);
+      continue;
+#endif
+      const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
+      uint4 v[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c)  // 64-byte TMA swizzle: chunk c of row r sits at c ^ ((r >> 1) & 3)
+        v[c] = lds128(st + RAW_A + r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
+      const uint32_t sc0 = lds32(st + RAW_SA + sf_inblock_offset(r, 0));
+      const uint32_t sc1 = lds32(st + RAW_SA + SF_BLOCK_BYTES + sf_inblock_offset(r, 0));
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&raw_empty[s]);
+      uint32_t sc[8];
+#pragma unroll
+      for (int b = 0; b < 8; ++b) sc[b] = scale_x2(((b < 4 ? sc0 : sc1) >> (8 * (b & 3))) & 0xFF);
+
+      mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
+      const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {     // k16 step
+        const int q = ks >> 1;             // word inside each 16-byte chunk
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {      // slots 0-7 / 8-15 of the k16 step
+          uint32_t o[4];
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const uint32_t w = word(v[t], q);
+            const uint32_t s2 = sc[2 * t + (ks >> 2)];
+            const int pi = 2 * (ks & 1) + h;
+#if NVFP4_PROFILE_MODE & 1
+            o[t] = w ^ s2 ^ pi;
+#else
+            o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
+#endif
+          }
+          const int chunk = 2 * (ks & 3) + h;  // 16-byte chunk inside the 128-byte row of the 64-k atom
+          sts128(act + (ks >> 2) * ACT_ATOM_BYTES + r * 128 + ((chunk ^ (r & 7)) << 4), o[0], o[1], o[2], o[3]);
+        }
+      }
+      fence_proxy_async();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&act_full[as]);
+    }
+  } else if (warp < PRODUCER_WARP) {
+    // ------------------------------------------------------------------ consumers: decode B + wgmma
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
+    NVFP4_ITER_RANGE
+    const int cw = (warp >> 2) - 1;            // consumer warpgroup: B rows 64*MB*cw .. of the tile
+    const int ct = tid - 128 * (cw + 1);       // thread in warpgroup
+    const int wq = ct >> 5;                    // warp in warpgroup
+    const int g = lane >> 2, t = lane & 3;
+    const int rw = 64 * MB * cw + 16 * wq + g; // row of block 0, half 0; block b half h: rw + 64*b + 8*h
+    const uint32_t epi = sbase + OFF_EPI + cw * EPI_BYTES;
+    float acc[MB][64];
+    // Two fragment buffers of 4 k16 steps each. Groups of 4 wgmmas alternate between them, so the decode
+    // of the next group runs while the previous one is on the tensor cores; wait_group<1> before a decode
+    // guarantees the group that last read that buffer has finished (RS wgmma reads registers late).
+    uint32_t frag[2][4][4];
+    int act_pending = -1;   // act stage whose last wgmma group may still be running
+
+    long long it = it_begin;
+    while (it < it_end) {
+      const long long tile = it / nk;
+      const long long seg_begin = it;
+      const long long seg_end = (tile + 1) * nk < it_end ? (tile + 1) * nk : it_end;
+      // B rows of this tile start at nt*B_ROWS; with B_ROWS % 128 == 0 its scale tiles are blocks 0, 1 of the stage
+#pragma unroll
+      for (int b = 0; b < MB; ++b)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
+
+      for (; it < seg_end; ++it) {
+        const int j = (int)(it - it_begin);
+        const int s = j % RAW_STAGES;
+        const int as = j % ACT_STAGES;
+        mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
+        const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
+        const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
+        const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
+
+#pragma unroll
+        for (int b = 0; b < MB; ++b) {
+          // this thread's fp4 words of rows rw + 64b and rw + 64b + 8, and their scales
+          uint4 x[2];
+          uint32_t sb[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = rw + 64 * b + 8 * h;
+            x[h] = lds128(st + RAW_B + r * 64 + t * 16);
+            sb[h] = lds16(st + RAW_SB + (r >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
+                          sf_inblock_offset(r & 127, 2 * (t & 1)));
+          }
+          if (b == MB - 1) {   // everything of the raw stage is in registers
+            __syncwarp();
+            mbar_arrive_if(&raw_empty[s], lane == 0);
+          }
+#pragma unroll
+          for (int kh = 0; kh < 2; ++kh) {       // k steps 4kh..4kh+3 = scale column kh of each row
+            wgmma_wait<1>();                     // the group before the previous one is done: frag[kh] is free
+            keep(frag[kh][0]); keep(frag[kh][1]); keep(frag[kh][2]); keep(frag[kh][3]);
+            if (b == 0 && kh == 1) {             // ...and so is every group of the previous stage
+              __syncwarp();
+              mbar_arrive_if(&act_empty[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+            }
+            const uint32_t a0 = scale_x2((sb[0] >> (8 * kh)) & 0xFF);
+            const uint32_t a1 = scale_x2((sb[1] >> (8 * kh)) & 0xFF);
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+              const int q = 2 * kh + (kk >> 1);
+              const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
+#if NVFP4_PROFILE_MODE & 2
+              frag[kh][kk][0] = w0 ^ a0; frag[kh][kk][1] = w1 ^ a1; frag[kh][kk][2] = w0 ^ kk; frag[kh][kk][3] = w1 ^ kk;
+#else
+              if ((kk & 1) == 0) decode_step<0>(frag[kh][kk], w0, w1, a0, a1);
+              else decode_step<2>(frag[kh][kk], w0, w1, a0, a1);
+#endif
+            }
+            if (b == 0 && kh == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
+            wgmma_fence();
+#if !(NVFP4_PROFILE_MODE & 4)
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+              wgmma_m64n128k16_rs(acc[b], frag[kh][kk], dbase + (uint64_t)((kh * ACT_ATOM_BYTES + kk * 32) >> 4));
+#endif
+            wgmma_commit();
+          }
+        }
+        act_pending = as;
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int b = 0; b < MB; ++b) keep_acc(acc[b]);
+      __syncwarp();
+      mbar_arrive_if(&act_empty[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+      act_pending = -1;
+      // ---------------------------------------------------------------- epilogue of this tile
+#if NVFP4_PROFILE_MODE & 32
+      continue;
+#endif
+      int l, nt, mt;
+      sch.decode(tile, l, nt, mt);
+      const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
+      bool finish = true;
+      if (!whole) {
+        const int unit = (int)(tile * NUM_CWG + cw);
+        float4* mine = p.ws + ((size_t)sch.slot(cta, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
+#pragma unroll
+        for (int b = 0; b < MB; ++b)
+#pragma unroll
+          for (int jj = 0; jj < 16; ++jj)
+            mine[(16 * b + jj) * 128 + ct] =
+                make_float4(acc[b][4 * jj], acc[b][4 * jj + 1], acc[b][4 * jj + 2], acc[b][4 * jj + 3]);
+        named_bar_sync(1 + cw, 128);
+        if (ct == 0) fix_flag[cw] = fixup_arrive(&p.counters[unit]);
+        named_bar_sync(1 + cw, 128);
+        const int parts = sch.num_parts(tile);
+        finish = fix_flag[cw] == parts - 1;
+        named_bar_sync(1 + cw, 128);   // fix_flag may be rewritten by the next tile
+        if (finish) {
+          const int c0 = sch.first_cta(tile);
+#pragma unroll
+          for (int b = 0; b < MB; ++b)
+#pragma unroll
+            for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
+          for (int part = 0; part < parts; ++part) {   // fixed order: deterministic sums
+            const float4* src = p.ws + ((size_t)sch.slot(c0 + part, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
+#pragma unroll
+            for (int b = 0; b < MB; ++b)
+#pragma unroll
+              for (int jj = 0; jj < 16; ++jj) {
+                const float4 u = __ldcg(src + (16 * b + jj) * 128 + ct);
+                acc[b][4 * jj] += u.x; acc[b][4 * jj + 1] += u.y; acc[b][4 * jj + 2] += u.z; acc[b][4 * jj + 3] += u.w;
+              }
+          }
+          if (ct == 0) p.counters[unit] = 0;
+        }
+      }
+      if (finish) {
+        // per m64 block: registers -> smem [m][n] (transpose) -> 16-byte coalesced stores of C rows
+#pragma unroll
+        for (int b = 0; b < MB; ++b) {
+#pragma unroll
+          for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int n_local = 16 * wq + g + 8 * (e >> 1);
+              const int m_local = 8 * jj + 2 * t + (e & 1);
+              const unsigned short hv = __half_as_ushort(__float2half_rn(acc[b][4 * jj + e] * 16384.f));
+              asm volatile("st.shared.u16 [%0], %1;" :: "r"(epi + (m_local * EPI_LD + n_local) * 2), "h"(hv) : "memory");
+            }
+          named_bar_sync(1 + cw, 128);
+#pragma unroll
+          for (int pass = 0; pass < 8; ++pass) {
+            const int idx = pass * 128 + ct;
+            const int m_local = idx >> 3, ch = idx & 7;
+            const int m = mt * TILE_ROWS + m_local;
+            const int n = nt * B_ROWS + 64 * MB * cw + 64 * b + ch * 8;
+            if (m < p.M && n < p.N) {
+              const uint4 val = lds128(epi + (m_local * EPI_LD + ch * 8) * 2);
+              __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
+              if (p.vec_store && n + 8 <= p.N) {
+                *(uint4*)dst = val;
+              } else {
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                  const uint32_t wv = word(val, i >> 1);
+                  if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+                }
+              }
+            }
+          }
+          named_bar_sync(1 + cw, 128);
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------------ producer: TMA + bulk copies
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+    if (warp == PRODUCER_WARP && lane == 0) {
+      NVFP4_ITER_RANGE
+      prefetch_tensormap(&map_a);
+      prefetch_tensormap(&map_b);
+      for (long long it = it_begin; it < it_end; ++it) {
+        const int j = (int)(it - it_begin);
+        const int s = j % RAW_STAGES;
+        mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
+        int l, nt, mt;
+        sch.decode(it / nk, l, nt, mt);
+        const int kb = (int)(it % nk);
+        uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
+        const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
+        const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
+        const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
+        mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
+        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
+        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+        for (int i = 0; i < nsb; ++i)
+          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
+                    p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
+                    SF_STAGE_BYTES, &raw_full[s]);
+        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                  SF_STAGE_BYTES, &raw_full[s]);
+      }
+    }
+  }
+}
+
+}  // namespace sm90
+}  // namespace nvfp4
+
+namespace nvfp4 {
+namespace sm90 {
+// Work per SM in k-blocks if B tiles were 256 rows; below this, 128-row tiles (twice the work units) win.
+constexpr int MB2_MIN_KBLOCKS_PER_SM = 16;
+
+inline int choose_mb(int M, int N, int K, int L, int num_sms) {
+  const long long iters = (long long)((M + 127) / 128) * ((N + 255) / 256) * L * (K / BK);
+  return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
+}
+
+// Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
+// symbol, so a second build of this file loaded in the same process would skip the attribute for its kernel.
+static bool g_smem_attr_done[3] = {false, false, false};
+
+template <int MBV>
+int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int err_len) {
+  constexpr int B_ROWS = Cfg<MBV>::B_ROWS;
+  constexpr int SMEM_BYTES = Cfg<MBV>::SMEM_BYTES;
+  const int M = p.M, N = p.N, K = p.K, L = p.L;
+  Schedule& s = p.sch;
+  s.m_tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
+  s.n_tiles = (N + B_ROWS - 1) / B_ROWS;
+  s.L = L;
+  s.nk = K / BK;
+  s.total = (long long)s.tiles() * s.nk;
+  s.grid = (int)(s.total < num_sms ? s.total : num_sms);
+
+  CUtensorMap map_a, map_b;
+  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
+  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (r != 0) {
+    snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
+    return 2;
+  }
+  if (!g_smem_attr_done[MBV]) {
+    cudaError_t e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if (e != cudaSuccess) {
+      snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
+      return 3;
+    }
+    g_smem_attr_done[MBV] = true;
+  }
+  gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    snprintf(err, err_len, "kernel launch: %s", cudaGetErrorString(e));
+    return 4;
+  }
+  return 0;
+}
+}  // namespace sm90
+}  // namespace nvfp4
+
+// Launcher: raw pointers and ints only. Returns 0 on success; otherwise writes a message into err.
+// a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
+// ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
+// mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
+extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
+  using namespace nvfp4::sm90;
+  return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
+}
+extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
+  return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
+}
+extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, char* err,
+                                 int err_len) {
+  using namespace nvfp4;
+  using namespace nvfp4::sm90;
+  if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
+    snprintf(err, err_len, "unsupported shape M=%d N=%d K=%d L=%d (need K %% %d == 0)", M, N, K, L, BK);
+    return 1;
+  }
+  Params p;
+  p.sfa = (const uint8_t*)sfa;
+  p.sfb = (const uint8_t*)sfb;
+  p.c = (__half*)c;
+  p.ws = (float4*)ws;
+  p.counters = counters;
+  p.sfa_batch = sf_batch_bytes(M, K);
+  p.sfb_batch = sf_batch_bytes(N, K);
+  p.M = M; p.N = N; p.K = K; p.L = L;
+  p.kb64 = K / 64;
+  p.b_row_blocks = (N + 127) / 128;
+  p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
+  if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
+  return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
+}
