@@ -190,8 +190,6 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     sys.exit(EXIT_OK if all(r.passed for r in results) and not info.get("refused") else EXIT_FAILED)
 
 
-
-
 def _console():
     from rich.console import Console
     console = Console()
