@@ -64,17 +64,26 @@ class ProbeResult:
     lines: list = field(default_factory=list)
 
 
-def probe_ones(call, m, n, k, l, device) -> ProbeResult:
-    """All fp4 values 1.0, all scales 1: every output must equal K."""
-    codes_a = torch.full((l, m, k), 2, dtype=torch.uint8)
-    codes_b = torch.full((l, n, k), 2, dtype=torch.uint8)
+def _call_with_unit_scales(call, name: str, codes_a, codes_b, device):
+    """(the probe input, the submission's output) for these e2m1 codes [L, rows, K] with every scale 1; the
+    output is the failed ProbeResult instead when the submission failed."""
+    l, m, k = codes_a.shape
+    n = codes_b.shape[1]
     data = gemm_probe_input(codes_a, codes_b, torch.ones(l, m, k // BLOCK_SIZE), torch.ones(l, n, k // BLOCK_SIZE),
                             device)
-    name = f"all ones (every output must be K = {k})"
     try:
-        out = call(data)
+        return data, call(data)
     except ProbeFailure as failure:
-        return ProbeResult(name, False, f"the submission failed: {failure}")
+        return data, ProbeResult(name, False, f"the submission failed: {failure}")
+
+
+def probe_ones(call, m, n, k, l, device) -> ProbeResult:
+    """All fp4 values 1.0, all scales 1: every output must equal K."""
+    name = f"all ones (every output must be K = {k})"
+    data, out = _call_with_unit_scales(call, name, torch.full((l, m, k), 2, dtype=torch.uint8),
+                                       torch.full((l, n, k), 2, dtype=torch.uint8), device)
+    if isinstance(out, ProbeResult):
+        return out
     expected = torch.full((m, n, l), float(k), dtype=torch.float16, device=out.device)
     an = anatomy(out, expected, data[6])
     if an.mismatches == 0:
@@ -89,15 +98,11 @@ def probe_ones(call, m, n, k, l, device) -> ProbeResult:
 def probe_nibbles(call, m, n, k, l, device) -> ProbeResult:
     """A bytes 0x21 (0.5, 1.0), B bytes 0x02 (1.0, 0): K/4 when the low nibble is element 0 in both operands
     (or, invisibly, in neither); K/2 when exactly one operand takes the high nibble first."""
-    codes_a = torch.tensor([1, 2], dtype=torch.uint8).repeat(l, m, k // 2)
-    codes_b = torch.tensor([2, 0], dtype=torch.uint8).repeat(l, n, k // 2)
-    data = gemm_probe_input(codes_a, codes_b, torch.ones(l, m, k // BLOCK_SIZE), torch.ones(l, n, k // BLOCK_SIZE),
-                            device)
     name = f"nibble order (A = 0.5,1.0 per byte, B = 1.0,0: outputs must be K/4 = {k // 4})"
-    try:
-        out = call(data)
-    except ProbeFailure as failure:
-        return ProbeResult(name, False, f"the submission failed: {failure}")
+    _, out = _call_with_unit_scales(call, name, torch.tensor([1, 2], dtype=torch.uint8).repeat(l, m, k // 2),
+                                    torch.tensor([2, 0], dtype=torch.uint8).repeat(l, n, k // 2), device)
+    if isinstance(out, ProbeResult):
+        return out
     o = out.double()
     if bool((o == k / 4).all()):
         return ProbeResult(name, True, "element 0 is the low nibble (or both operands agree, which a GEMM cannot see)")
