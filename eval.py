@@ -23,9 +23,16 @@ def fail_setup(message: str, code: int):
     sys.exit(code)
 
 
-def case_options(command):
-    """The options of every verb that runs cases of a task."""
-    for option in reversed([
+def with_options(*options):
+    """One decorator applying `options` in the order listed (as they show in --help)."""
+    def apply(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return apply
+
+
+case_options = with_options(      # every verb that runs cases of a task
         click.argument("specfile", required=False, type=click.Path(dir_okay=False)),
         click.option("--submission", default="submission.py", show_default=True,
                      help="The submission file to evaluate."),
@@ -41,14 +48,9 @@ def case_options(command):
                      "the submission is killed (its first case includes any JIT compile)."),
         click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
                      "(needed to rank when the evaluator is not root; never for untrusted code)."),
-    ]):
-        command = option(command)
-    return command
+)
 
-
-def timing_options(command):
-    """The options of the verbs that time."""
-    for option in reversed([
+timing_options = with_options(    # the verbs that time
         click.option("--max-runs", type=int, default=None, help="Most timed samples per case (a sample is N "
                       "calls under the competition's timing); also caps the untimed check calls."),
         click.option("--max-time", type=float, default=None, help="Most seconds of timing per case (default: "
@@ -57,9 +59,7 @@ def timing_options(command):
                      help="competition: N distinct inputs back to back per sample, as the competition's eval.py "
                      "times this task (default on a GPU); per-call: every call alone with a cold L2 (default on "
                      "the CPU)."),
-    ]):
-        command = option(command)
-    return command
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

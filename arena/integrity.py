@@ -275,11 +275,12 @@ class OutputAudit:
         self._drop_reused(outputs)
         snaps = [snapshot(o) for o in outputs]
         errors = [""] * len(outputs)
-        out_spans = [[_span(t) for _, t in tensors_in(o, "output")] for o in outputs]
+        out_tensors = [[t for _, t in tensors_in(o, "output")] for o in outputs]
+        out_spans = [[_span(t) for t in tensors] for tensors in out_tensors]
         in_tensors = [list(tensors_in(data)) for data in sent]
         in_spans = [[_span(t) for _, t in tensors] for tensors in in_tensors]
         for i, label in enumerate(labels):
-            out_dtypes = {o.dtype for _, o in tensors_in(outputs[i], "output")}
+            out_dtypes = {t.dtype for t in out_tensors[i]}
             for (path, t), span in zip(in_tensors[i], in_spans[i]):
                 if t.dtype in out_dtypes:          # c: the output buffer, which it may return
                     continue
@@ -295,8 +296,8 @@ class OutputAudit:
                 elif any(_overlap(a, s) for a in in_spans[j] for s in out_spans[i]):
                     errors[i] = f"the output of {label} is an input buffer of {labels[j]} (results replayed " \
                                 f"across calls?)"
-        for label, out, snap in zip(labels, outputs, snaps):
-            for (_, live), (_, copy) in zip(tensors_in(out, "output"), tensors_in(snap, "output")):
+        for label, live_tensors, snap in zip(labels, out_tensors, snaps):
+            for live, (_, copy) in zip(live_tensors, tensors_in(snap, "output")):
                 self.watched.append((label, on_fail, live, copy))
         return snaps, errors
 
