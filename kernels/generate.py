@@ -6,7 +6,7 @@
 submission.py stays one uploadable file; the CUDA it carries is edited here, as real files:
 - kernels/common/nvfp4_common.cuh  -> CUDA_COMMON (shared by both paths)
 - kernels/sm90/nvfp4_gemm_sm90.cuh -> CUDA_SM90 (= CUDA_COMMON + this text: one translation unit)
-- kernels/sm100/ (amalgamated, with its Python glue) -> the sm100 region (kernels/sm100/integrate.py)
+- kernels/sm100/ (amalgamated, with its Python glue) -> the sm100 region (built by kernels/sm100/integrate.py)
 Each .cuh file is copied from the line after its "generated text begins" marker on, verbatim.
 """
 import os

@@ -119,5 +119,5 @@ def test_submission_sm100_region_in_sync():
     if not os.path.exists(path) or integrate.BEGIN not in open(path).read():
         pytest.skip("submission.py has no sm100 region yet")
     current = open(path).read()
-    assert integrate.patched(current) == current, "run: python kernels/sm100/integrate.py"
+    assert integrate.patched(current) == current, "run: python kernels/generate.py"
     assert "stream" not in current.lower()
