@@ -46,14 +46,14 @@ class CaseClocks:
         if self.sm_mhz_max and (self.sm_mhz_max - self.sm_mhz_min) > CLOCK_MOVE_WARN * self.sm_mhz_max:
             found.append(f"the SM clock moved between {self.sm_mhz_min} and {self.sm_mhz_max} MHz during timing: "
                          f"figures from this run compare poorly with others")
-        slowed = [r for r in self.reasons_seen if r in _names(SLOWDOWN)]
+        slowed = [r for r in self.reasons_seen if r in reason_names(SLOWDOWN)]
         if slowed or (self.window_ms and self.limited_ms > LIMITED_WARN * self.window_ms):
             found.append(f"the GPU was slowed during timing ({', '.join(slowed) or 'power/thermal limit'}; "
                          f"{self.limited_ms:.0f} of {self.window_ms:.0f} ms held down): times read high")
         return found
 
 
-def _names(bits: int) -> list[str]:
+def reason_names(bits: int) -> list[str]:
     return [name for bit, name in REASONS.items() if bits & bit]
 
 
@@ -112,6 +112,6 @@ def summarize(readings: list[Reading], window_ms: float) -> CaseClocks | None:
         seen |= r.reasons
     return CaseClocks(sm_mhz_min=min(r.sm_mhz for r in after), sm_mhz_max=max(r.sm_mhz for r in after),
                       mem_mhz=after[-1].mem_mhz, power_w=round(after[-1].power_w, 1), temp_c=after[-1].temp_c,
-                      reasons_seen=_names(seen & ~0x1),
+                      reasons_seen=reason_names(seen & ~0x1),
                       limited_ms=round(max(0, readings[-1].limited_ns - readings[0].limited_ns) / 1e6, 3),
                       window_ms=round(window_ms, 1))

@@ -17,19 +17,16 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-REASONS = {0x1: "idle", 0x2: "app-clocks", 0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x20: "sw-thermal",
-           0x40: "hw-thermal", 0x80: "hw-power-brake", 0x100: "display-clocks"}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--shape", default="128,7168,2048")
     parser.add_argument("--calls", type=int, default=50)
     args = parser.parse_args()
-    import pynvml
-    pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+    from arena import gpustate
+    gpu = gpustate.GpuMonitor.open(torch.cuda.current_device())
+    if gpu is None:
+        raise SystemExit("NVML cannot be read here (pynvml and an NVIDIA driver are needed)")
 
     from reference import generate_input
     from submission import custom_kernel
@@ -51,16 +48,9 @@ def main():
     def cheap_flush_no_spin():
         timing.clear_l2_cache()
 
-    def randn_flush_then_idle():
-        torch.cuda.empty_cache()     # other variants' allocations split the cached 62.5 GiB block
-        randn_flush()
-        torch.cuda.synchronize()
-        time.sleep(0.002)
-
     variants = [("official: randn 62.5 GiB flush", randn_flush),
                 ("ours: 2x L2 zero + 2 ms spin", cheap_flush_spin),
                 ("2x L2 zero, no spin", cheap_flush_no_spin),
-                ("randn flush, sync, 2 ms idle", randn_flush_then_idle),
                 ("ours again", cheap_flush_spin)]
     print(f"shape {m}x{n}x{k}, {args.calls} calls per sample, {args.samples} samples; {torch.cuda.get_device_name()}")
     print(f"{'variant':<34} {'median us':>9} {'p10':>7} {'p90':>7} {'spread':>7}  {'SM MHz after (min-max)':>22}  "
@@ -79,12 +69,13 @@ def main():
             host.append((time.perf_counter() - enqueue) * 1e6 / len(data))
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1e3 / len(data))
-            clocks.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-            reasons |= pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+            reading = gpu.read()
+            clocks.append(reading.sm_mhz)
+            reasons |= reading.reasons
         times.sort()
         median = statistics.median(times)
         p10, p90 = times[len(times) // 10], times[(9 * len(times)) // 10]
-        seen = ", ".join(v for bit, v in REASONS.items() if reasons & bit) or "none"
+        seen = ", ".join(gpustate.reason_names(reasons)) or "none"
         print(f"{name:<34} {median:9.2f} {p10:7.2f} {p90:7.2f} {100 * (p90 - p10) / median:6.1f}%  "
               f"{min(clocks):>10}-{max(clocks):<11}  {statistics.median(host):12.1f}  {seen}")
 
