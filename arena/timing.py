@@ -101,9 +101,10 @@ def time_calls_gpu(fn, inputs: list, spin_us: float) -> tuple[list, list[float]]
     return outputs, [start.elapsed_time(end) * 1e6 for start, end in events]
 
 
-def time_together_gpu(fn, inputs: list, spin_us: float) -> tuple[list, list[float]]:
+def time_together_gpu(fn, inputs: list, spin_us: float, settle=None) -> tuple[list, list[float]]:
     """The competition's method: one flush, then every input back to back between two events; returns the
-    outputs and one sample, the span divided by the number of calls (ns)."""
+    outputs and one sample, the span divided by the number of calls (ns). `settle()` runs after the last
+    call, inside the window, before anything else of the harness (the worker's guard)."""
     flush = l2_flush_buffer()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
@@ -111,16 +112,21 @@ def time_together_gpu(fn, inputs: list, spin_us: float) -> tuple[list, list[floa
     gpu_spin(spin_us)
     start.record()
     outputs = [fn(x) for x in inputs]
+    if settle:
+        settle()
     end.record()
     torch.cuda.synchronize()
     return outputs, [start.elapsed_time(end) * 1e6 / max(len(inputs), 1)]
 
 
-def time_together_wall(fn, inputs: list, sync) -> tuple[list, list[float]]:
-    """The competition's method on the CPU: every input back to back between two synchronized clock reads."""
+def time_together_wall(fn, inputs: list, sync, settle=None) -> tuple[list, list[float]]:
+    """The competition's method on the CPU: every input back to back between two synchronized clock reads
+    (`settle()` as in time_together_gpu)."""
     sync()
     t0 = time.perf_counter_ns()
     outputs = [fn(x) for x in inputs]
+    if settle:
+        settle()
     sync()
     return outputs, [float(time.perf_counter_ns() - t0) / max(len(inputs), 1)]
 

@@ -96,7 +96,14 @@ class Session:
             check("inside custom_kernel")
             plain(out, tensor_type)         # inside the timed window: nothing of the submission runs later
             return out
+
+        def unguarded(data):                # back to back calls: the guard runs once, after the last one
+            out = kernel(data)
+            plain(out, tensor_type)
+            return out
         self.custom_kernel = guarded
+        self.back_to_back = unguarded
+        self.settle = lambda: check("inside custom_kernel")
         self.empty_call = lambda data: check("inside custom_kernel")     # what a call costs doing nothing
 
     def _import(self, submission: str):
@@ -139,13 +146,21 @@ class Session:
         the same loop around a call that does nothing: the parent's baseline for its own clock. With
         `together`, the competition's method: all inputs back to back in one window, one sample."""
         from arena import timing
-        fn = self.empty_call if empty else self.custom_kernel
-        if self.device == "cuda":
-            timer = timing.time_together_gpu if together else timing.time_calls_gpu
-            outputs, times = timer(fn, inputs, self.spin_us(len(inputs) if together else 1))
+        if together:
+            # The guard costs ~9 us of host time: after each call it would land in every call of a host-bound
+            # submission, which the competition's harness does not charge. Once after the last call, still
+            # inside the window, it runs before the harness touches anything a call could have replaced.
+            fn = (lambda data: None) if empty else self.back_to_back
+            if self.device == "cuda":
+                outputs, times = timing.time_together_gpu(fn, inputs, self.spin_us(len(inputs)), self.settle)
+            else:
+                outputs, times = timing.time_together_wall(fn, inputs, self._sync, self.settle)
         else:
-            timer = timing.time_together_wall if together else timing.time_calls_wall
-            outputs, times = timer(fn, inputs, self._sync)
+            fn = self.empty_call if empty else self.custom_kernel
+            if self.device == "cuda":
+                outputs, times = timing.time_calls_gpu(fn, inputs, self.spin_us())
+            else:
+                outputs, times = timing.time_calls_wall(fn, inputs, self._sync)
         return {"outputs": [] if empty else outputs, "times_ns": times}
 
     def spin_us(self, calls: int = 1) -> float:

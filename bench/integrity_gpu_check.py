@@ -71,6 +71,8 @@ CHECKS = [
           error="not a plain torch.Tensor"),
     Check("patching Event.elapsed_time", exploit("patch_harness_in_call"), "test", SMALL,
           error="replaced harness functions inside custom_kernel"),
+    Check("a timer patch that removes itself", exploit("patch_timer_self_restoring"), "benchmark", SMALL,
+          error="replaced harness functions inside custom_kernel"),
     Check("forging the result pipe via /proc", exploit("fd_forge"), "test", SMALL,
           error="returned the input c unchanged", popcorn=True),
     Check("reading the secret seed", exploit("seed_leak"), "test", SMALL, clean=True,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -87,6 +88,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=400)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--also-no-sandbox", action="store_true",
+                        help="also run ours with --no-sandbox (what the isolation costs, beside the rest)")
     parser.add_argument("submissions", nargs="*", type=Path, default=[ROOT / "submission.py"])
     args = parser.parse_args()
     official_utils = (args.official_utils or args.official_eval.parent / "utils.py").resolve()
@@ -97,40 +100,53 @@ def main():
     spec.write_text(benchmark_specs())
     shapes = [line.split("; seed")[0] for line in spec.read_text().splitlines()]
     rows, record = [], []
+    # A time limit (SIGTERM from `timeout`) still prints the table of the runs finished so far.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stopped = False
     for submission in args.submissions:
         submission = submission.resolve()
         folder = official_folder(args.official_eval.resolve(), official_utils, submission, scratch)
-        runs = {"official": [], "ours": []}
-        for attempt in range(args.runs):
-            for harness in ("official", "ours"):
-                before = gpu_state()
-                if harness == "official":
-                    result = run_eval("benchmark", str(spec), script="eval.py", cwd=folder, popcorn=True,
-                                      env={"PYTHONPATH": str(ROOT)}, timeout=args.timeout, check_timeout=False)
-                else:
-                    result = run_eval("benchmark", str(spec), "--submission", str(submission), popcorn=True,
-                                      json_report=True, timeout=args.timeout, check_timeout=False)
-                    clocks = [c.get("timing", {}).get("gpu") for c in (result.doc or {}).get("cases", [])]
-                    before += f"; clocks while timing {[(c['sm_mhz_min'], c['sm_mhz_max']) for c in clocks if c]}"
-                after = gpu_state()
-                code, keys, output = result.code, result.keys, result.stdout + result.stderr
-                figures = means_us(keys)
-                runs[harness].append(figures)
-                record.append({"submission": submission.name, "harness": harness, "run": attempt, "exit": code,
-                               "means_us": figures, "gpu_before": before, "gpu_after": after,
-                               "tail": output.strip().splitlines()[-3:] if code else []})
-                print(f"{submission.name} {harness} run {attempt}: exit {code}, "
-                      f"{' / '.join(f'{m:.2f}' if m else '—' for m in figures)} us; gpu {before} -> {after}",
-                      flush=True)
+        harnesses = ("official", "ours") + (("ours --no-sandbox",) if args.also_no_sandbox else ())
+        runs = {harness: [] for harness in harnesses}
+        try:
+            for attempt in range(args.runs):
+                for harness in harnesses:
+                    before = gpu_state()
+                    if harness == "official":
+                        result = run_eval("benchmark", str(spec), script="eval.py", cwd=folder, popcorn=True,
+                                          env={"PYTHONPATH": str(ROOT)}, timeout=args.timeout, check_timeout=False)
+                    else:
+                        result = run_eval("benchmark", str(spec), "--submission", str(submission),
+                                          *harness.split()[1:], popcorn=True, json_report=True,
+                                          timeout=args.timeout, check_timeout=False)
+                        clocks = [c.get("timing", {}).get("gpu") for c in (result.doc or {}).get("cases", [])]
+                        before += f"; clocks while timing {[(c['sm_mhz_min'], c['sm_mhz_max']) for c in clocks if c]}"
+                    after = gpu_state()
+                    code, keys, output = result.code, result.keys, result.stdout + result.stderr
+                    figures = means_us(keys)
+                    runs[harness].append(figures)
+                    record.append({"submission": submission.name, "harness": harness, "run": attempt, "exit": code,
+                                   "means_us": figures, "gpu_before": before, "gpu_after": after,
+                                   "tail": output.strip().splitlines()[-3:] if code else []})
+                    print(f"{submission.name} {harness} run {attempt}: exit {code}, "
+                          f"{' / '.join(f'{m:.2f}' if m else '—' for m in figures)} us; gpu {before} -> {after}",
+                          flush=True)
+        except KeyboardInterrupt:
+            stopped = True
+            print("stopped early: the table holds the finished runs", flush=True)
         for i, shape in enumerate(shapes):
             official = [r[i] for r in runs["official"] if i < len(r) and r[i]]
-            ours = [r[i] for r in runs["ours"] if i < len(r) and r[i]]
-            diff = (f"{100 * (statistics.median(ours) / statistics.median(official) - 1):+5.1f}%"
-                    if official and ours else "—")
-            rows.append((submission.name, shape, summarize(official), summarize(ours), diff))
-    print(f"\n{'submission':<22} {'shape':<32} {'official (us, spread)':>22} {'ours (us, spread)':>22} {'ours vs':>8}")
+            for harness in harnesses[1:]:
+                ours = [r[i] for r in runs[harness] if i < len(r) and r[i]]
+                diff = (f"{100 * (statistics.median(ours) / statistics.median(official) - 1):+5.1f}%"
+                        if official and ours else "—")
+                rows.append((submission.name, shape, summarize(official), harness, summarize(ours), diff))
+        if stopped:
+            break
+    print(f"\n{'submission':<22} {'shape':<32} {'official (us, spread)':>22} {'harness':<17} "
+          f"{'(us, spread)':>16} {'vs official':>11}")
     for row in rows:
-        print(f"{row[0]:<22} {row[1]:<32} {row[2]:>22} {row[3]:>22} {row[4]:>8}")
+        print(f"{row[0]:<22} {row[1]:<32} {row[2]:>22} {row[3]:<17} {row[4]:>16} {row[5]:>11}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "runs": record}, indent=2))
 
