@@ -220,6 +220,7 @@ class Evaluator:
             empties = [self.worker.request_empty(empty_calls, limits.case_timeout, together=together)
                        for _ in range(EMPTY_WINDOWS if together else 1)]
             empty_elapsed_ns, empty_ns = empty_baseline(empties)
+            result.timing["empty_ns"] = [round(t, 1) for reply in empties for t in reply.fields.get("times_ns", [])]
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": empty_ns}
             # On the CPU the timed samples are wall clock, so the parent's clock bounds them. On a GPU event

@@ -282,7 +282,8 @@ def serve(sock: socket.socket, isolation: str):
             return
         decoder = tensorwire.Decoder(device, cpu_too=True)      # inputs: what the task generated, as it is
         try:
-            inputs = decoder.decode(request["data"], fds) if "data" in request else [None] * request.get("n", 0)
+            # An empty-call request names how many calls ("n"); its data is an empty list.
+            inputs = [None] * int(request["n"]) if "n" in request else decoder.decode(request["data"], fds)
             session.guard.check("between calls")
             reply = ops[request["op"]](inputs, **request.get("args", {}))
             session.guard.check("during the request", deep=True)

@@ -54,6 +54,7 @@ def test_competition_timing_on_request_and_what_the_json_says(tmp_path):
         assert case["timing"]["gpu"]["sm_mhz_max"] >= case["timing"]["gpu"]["sm_mhz_min"] > 0
         assert "GPU during timing: SM" in run.stdout
     assert 1 <= case["stats"]["runs"] <= 2
+    assert len(case["timing"]["empty_ns"]) == 3 and min(case["timing"]["empty_ns"]) > 0     # three empty windows
     assert doc["units"]["cases[].stats"].startswith("ns per call") and doc["units"]["geomean_us"] == "us"
     assert "competition method, 50 distinct inputs back to back per sample" in run.stdout
 
@@ -66,6 +67,7 @@ def test_the_cpu_defaults_to_per_call(tmp_path):
     timing_json = json.loads(out.read_text())["cases"][0]["timing"]
     assert {k: timing_json[k] for k in ("method", "calls_per_sample")} == {"method": "per-call", "calls_per_sample": 1}
     assert timing_json["harness_s"]["timing_loop"] >= timing_json["harness_s"]["worker"] > 0
+    assert len(timing_json["empty_ns"]) >= 1 and min(timing_json["empty_ns"]) > 0     # empty calls did run
 
 
 def test_a_replayed_result_is_still_caught_back_to_back(tmp_path):
