@@ -164,11 +164,13 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
             indexed = [(0, Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE)))]
         elif not specfile and not only:
             indexed = indexed[:1]         # other tasks: their first test case
-    from arena import report, static_checks
+    from arena import static_checks
     static = static_checks.scan(submission)
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
                                           sandboxed=not no_sandbox, timing_method=timing_method)
+    except TaskError as error:
+        fail_setup(str(error), EXIT_SPEC)
     except sandbox.Terminated as stop:
         click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
         sys.exit(128 + stop.signum)
@@ -177,6 +179,7 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
         sys.exit(130)
     finally:
         sandbox.write_import_audit()
+    from arena import report       # imported by run_mode already (it imports torch: not before the worker starts)
     info["static_warnings"] = [f.as_dict() for f in static]
     if info.get("refused"):
         click.echo(f"error: {info['refused']}", err=True)

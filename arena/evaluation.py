@@ -17,21 +17,35 @@ def notice(message: str):
 
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
              timing_method=None):
+    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
+        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+    hardening = sandbox.harden_parent(sandboxed)
+    if popcorn_fd is not None:
+        os.set_inheritable(int(popcorn_fd), False)
+    clock = time.perf_counter()
+    # The worker starts now and imports torch while we do: only our code runs there until the hello
+    # names the submission (worker.start() below), after everything the parent will ever run is imported.
+    from arena.spawn import spawn_worker
+    early = spawn_worker(os.path.abspath(submission), sandboxed)
+    try:
+        return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
+                    hardening, early, clock)
+    finally:
+        sandbox.end_all()                   # every descendant, before any result is written
+
+
+def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
+         early, clock):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import CaseResult
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
-    # Everything the parent will ever run is imported (and rendered once) before the worker exists: a
+    # Everything the parent will ever run is imported (and rendered once) before the submission is: a
     # module loaded later could be one the submission rewrote.
     from arena import diagnose, report  # noqa: F401
     report.warm_up(mode)
-    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
-        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
-    hardening = sandbox.harden_parent(sandboxed)
-    if popcorn_fd is not None:
-        os.set_inheritable(int(popcorn_fd), False)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         notice("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)")
@@ -48,10 +62,9 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
-                    sandboxed=sandboxed)
+                    sandboxed=sandboxed, spawned=early)
     evaluator = Evaluator(reference, worker, device, limits)
     results, reports, refused = [], {}, ""
-    clock = time.perf_counter()
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
     try:
         import_error = None
@@ -85,7 +98,6 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
         evaluator.finish()                  # late writes to outputs already checked
     finally:
         worker.stop()
-        sandbox.end_all()                   # every descendant, before any result is written
     info = system_info()
     info["integrity"] = {"parent": hardening, "worker": worker.hardening}
     info["notices"] = worker.notices

@@ -10,17 +10,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 
 import torch
 
 from arena import channel, sandbox, tensorwire
-from arena.compile import cutlass_include_dirs
 from arena.nested import clone_data
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from arena.spawn import Spawned, spawn_worker
 
 
 class WorkerFailure(RuntimeError):
@@ -52,17 +49,6 @@ def _numbers(value, what: str) -> list[float]:
     return [float(x) for x in value]
 
 
-def with_cutlass_headers(env: dict) -> dict:
-    """load_inline sources that include <cutlass/...> without naming an include path built on the
-    competition's image; here CUTLASS comes from the nvidia-cutlass package (or CUTLASS_PATH), put on CPATH
-    (gcc and nvcc read it) and CUTLASS_PATH (which some submissions read themselves)."""
-    headers = cutlass_include_dirs()
-    if headers:
-        env["CPATH"] = os.pathsep.join(headers + ([env["CPATH"]] if env.get("CPATH") else []))
-        env.setdefault("CUTLASS_PATH", os.path.dirname(headers[0]))
-    return env
-
-
 @dataclass
 class Worker:
     """One worker process holding the imported submission."""
@@ -78,28 +64,19 @@ class Worker:
     notices: list = field(default_factory=list)     # one-line announcements from the worker (emulation, ...)
     hardening: str = "not started"
     probe_failed: str = ""
+    spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
     _pool: object = None
 
     def start(self):
-        self.isolation = sandbox.Isolation(self.submission, self.sandboxed and not self.probe_failed)
-        if self.probe_failed:
-            self.isolation.state = f"off: CUDA failed in the isolated worker ({self.probe_failed})"
-            self.isolation.weak = self.isolation.state
-        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = with_cutlass_headers(self.isolation.environment(ROOT))
-        env[sandbox.NO_SANDBOX_ENV] = "0" if self.isolation.home else "1"
-        env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
-        self.process = subprocess.Popen([sys.executable, "-B", "-m", "arena.worker"], env=env,
-                                        pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        sandbox.worker_started()
-        child_end.close()
-        self.sock = parent_end
-        self.traps = [sandbox.OutputTrap(self.process.stdout), sandbox.OutputTrap(self.process.stderr)]
+        spawned, self.spawned = self.spawned, None
+        spawned = spawned or spawn_worker(self.submission, self.sandboxed, self.probe_failed)
+        self.process, self.sock, self.isolation, self.traps = (spawned.process, spawned.sock, spawned.isolation,
+                                                               spawned.traps)
         # The worker's first word, sent before any submission code runs: what isolation holds.
         first, _ = self._receive(self.import_timeout, "starting the worker")
         self.isolation.worker_reported(sandbox.clean_text(str(first.get("isolation", "unknown")), 200))
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
+        sandbox.worker_started()            # from the hello on, the submission's code may run
         channel.send(self.sock, {"submission": self.submission, "task_folder": self.task_folder,
                                  "device": self.device, "probe": probe})
         if probe and not self._probe():

@@ -86,7 +86,11 @@ class Task:
         add_task_paths(self.folder)
         for name in ("reference", "task"):
             sys.modules.pop(name, None)
-        return importlib.import_module("reference")
+        try:
+            return importlib.import_module("reference")
+        except Exception as error:
+            raise TaskError(f"the task's reference.py ({self.folder}) failed to import: "
+                            f"{type(error).__name__}: {error}") from None
 
 
 def add_task_paths(folder: Path):

@@ -245,11 +245,11 @@ def serve(sock: socket.socket, isolation: str):
 
     from arena import channel, integrity, tensorwire
     channel.send(sock, {"isolation": isolation})
+    import torch            # while the parent imports its own (arena/spawn.py): the hello comes after both
     hello, _ = channel.receive(sock)
     device = hello["device"]
     capability = None       # the GPU's (major, minor): for the emulation and for naming errors
     if device == "cuda":
-        import torch
         capability = tuple(torch.cuda.get_device_capability())
     emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly (issue 13)
     try:

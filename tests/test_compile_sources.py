@@ -268,14 +268,14 @@ def test_a_cuda_core_epilogue_beside_an_mma_kernel_passes_the_rule(tmp_path):
 def test_the_worker_finds_cutlass_headers_as_the_competition_image_did(monkeypatch, tmp_path):
     """A load_inline source that includes <cutlass/...> without extra_include_paths: the worker's environment
     puts the installed CUTLASS on CPATH, and nvcc then builds it (a real nvcc run when both exist)."""
-    from arena import runner
+    from arena import spawn
     include = tmp_path / "cutlass" / "include"
     (include / "cutlass").mkdir(parents=True)
     (include / "cutlass" / "probe.h").write_text("#define ARENA_PROBE 1\n")
-    monkeypatch.setattr(runner, "cutlass_include_dirs", lambda: [str(include)])
-    env = runner.with_cutlass_headers({"CPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
+    monkeypatch.setattr(spawn, "cutlass_include_dirs", lambda: [str(include)])
+    env = spawn.with_cutlass_headers({"CPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
     assert env["CPATH"] == f"{include}{os.pathsep}/elsewhere" and env["CUTLASS_PATH"] == str(tmp_path / "cutlass")
-    assert runner.with_cutlass_headers({"CUTLASS_PATH": "/mine"})["CUTLASS_PATH"] == "/mine"
+    assert spawn.with_cutlass_headers({"CUTLASS_PATH": "/mine"})["CUTLASS_PATH"] == "/mine"
     nvcc = find_tool("nvcc")
     if nvcc:
         source = tmp_path / "k.cu"

@@ -1,9 +1,10 @@
 """eval.py end to end, as real subprocesses: the official protocol, standalone reports, failures of every kind."""
 import json
+import os
 
 import pytest
 
-from tests.evalrun import GOOD, SMALL, run_eval, spec_file, submission
+from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file, submission
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +173,16 @@ def test_each_verb_has_its_own_help_and_only_its_options():
     assert "--set" not in helps["compile"]
     wrong = run_eval("test", "--timing", "per-call")
     assert wrong.code == 2 and "No such option" in wrong.stderr and "--timing" in wrong.stderr
+
+
+def test_a_task_whose_reference_fails_to_import_is_one_clear_line(tmp_path):
+    """The worker starts before the parent imports the reference (arena/spawn.py); a reference that raises
+    ends the run with one line (the waiting worker is ended with the rest)."""
+    for name in ("task.yml", "task.py", "utils.py"):
+        (tmp_path / name).write_text(open(os.path.join(ROOT, name)).read())
+    (tmp_path / "reference.py").write_text("raise RuntimeError('broken reference')\n")
+    run = run_eval("test", spec_file("m: 128; n: 256; k: 256; l: 1; seed: 1\n"), "--task", str(tmp_path))
+    assert run.code == 113, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == (f"error: the task's reference.py ({tmp_path}) failed to import: "
+                                                   "RuntimeError: broken reference")
+    assert "Traceback" not in run.stderr

@@ -106,7 +106,7 @@ def test_files_the_parent_would_import_later_cannot_be_planted(tmp_path, exploit
 @pytest.mark.parametrize("mode,submission", [("test", GOOD), ("test", exploit("out_fp32")),
                                              ("benchmark", GOOD), ("diagnose", exploit("out_untouched_c")),
                                              ("test", os.path.join(ROOT, "tests", "submissions", "crashes.py"))])
-def test_the_parent_imports_no_module_after_the_worker_starts(one, tmp_path, mode, submission):
+def test_the_parent_imports_no_module_once_submission_code_may_run(one, tmp_path, mode, submission):
     audit = str(tmp_path / "late_imports")
     args = (mode, one, "--submission", submission) + (FAST if mode == "benchmark" else ())
     run_eval(*args, env={"ARENA_IMPORT_AUDIT": audit}, popcorn=mode != "diagnose")
