@@ -1,6 +1,8 @@
 """Comparing a submission's output with the reference: the competition's semantics plus contract checks."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 
@@ -75,31 +77,63 @@ def group_contract_problem(output, expected: list) -> str | None:
     return None
 
 
-def match_reference(data, output, reference, rtol=1e-05, atol=1e-08) -> tuple[bool, str]:
-    """Compute the reference on `data` and compare: (passed, message). A reference that returns a list
-    (group gemm) is compared group by group."""
+@dataclass
+class CheckResult:
+    """One comparison with the reference: passed, or why not (a broken contract, or mismatching values)."""
+    passed: bool
+    problem: str = ""                   # the output breaks the contract: type, dtype, shape, device, group count
+    mismatches: list[str] = field(default_factory=list)    # "Number of mismatched elements: N", "ERROR AT ..."
+    group: int | None = None            # the group that mismatched (group GEMM)
+
+    def competition_message(self) -> str:
+        """The competition's one message for this result ("" when it passed)."""
+        if self.passed or self.problem:
+            return self.problem
+        where = f"group {self.group}: " if self.group is not None else ""
+        return "mismatch found! custom implementation doesn't match reference: " + where + " ".join(self.mismatches)
+
+
+def compare(data, output, reference, rtol: float, atol: float) -> CheckResult:
+    """Compute the reference on `data` and compare. A reference that returns a list (group GEMM) is compared
+    group by group."""
     expected = reference(data)
     if isinstance(expected, (list, tuple)):
         problem = group_contract_problem(output, expected)
         if problem:
-            return False, problem
+            return CheckResult(False, problem)
         for i, (out, want) in enumerate(zip(output, expected)):
             reasons = verbose_allclose(out, want, rtol=rtol, atol=atol)
             if reasons:
-                return False, f"mismatch found! custom implementation doesn't match reference: group {i}: " + \
-                    " ".join(reasons)
-        return True, ""
+                return CheckResult(False, mismatches=reasons, group=i)
+        return CheckResult(True)
     problem = contract_problem(output, expected)
     if problem:
-        return False, problem
+        return CheckResult(False, problem)
     reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
-    if reasons:
-        return False, "mismatch found! custom implementation doesn't match reference: " + " ".join(reasons)
-    return True, ""
+    return CheckResult(not reasons, mismatches=reasons)
 
 
-def make_match_reference(reference, **kwargs):
-    """check_implementation(data, output) bound to a reference and tolerances."""
-    def check(data, output):
-        return match_reference(data, output, reference=reference, **kwargs)
-    return check
+def match_reference(data, output, reference, rtol=1e-05, atol=1e-08) -> tuple[bool, str]:
+    """The competition's check: (passed, message)."""
+    result = compare(data, output, reference, rtol, atol)
+    return result.passed, result.competition_message()
+
+
+@dataclass
+class ReferenceCheck:
+    """A task's `check_implementation`: called as the competition calls it, `(data, output) -> (passed,
+    message)`; the evaluator asks `compare` for the structured result and reads the tolerance it used."""
+    reference: object
+    rtol: float = 1e-05
+    atol: float = 1e-08
+
+    def __call__(self, data, output) -> tuple[bool, str]:
+        return match_reference(data, output, self.reference, self.rtol, self.atol)
+
+    def compare(self, data, output) -> CheckResult:
+        return compare(data, output, self.reference, self.rtol, self.atol)
+
+
+def make_match_reference(reference, rtol: float = 1e-05, atol: float = 1e-08) -> ReferenceCheck:
+    """check_implementation(data, output) bound to a reference and tolerances (the competition's name)."""
+    return ReferenceCheck(reference, rtol, atol)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from arena import gpustate, integrity, sandbox, timing
+from arena.checking import ReferenceCheck
 from arena.nested import tensors_in
 from arena.results import CaseResult
 from arena.runner import Reply, Worker, WorkerFailure
@@ -116,14 +117,15 @@ class Evaluator:
     def _check(self, data, output) -> tuple[bool, str, list]:
         """(passed, one-line error, detail lines). The reference runs here, on the parent's original."""
         self._sync()
-        good, message = self.reference.check_implementation(data, output)
-        if good:
-            return True, message, []
-        _, found, mismatches = message.partition("doesn't match reference: ")
-        if not found:
-            return False, message, []
-        details = mismatches.replace(" ERROR AT", "\nERROR AT").replace(" ... and", "\n... and").splitlines()
-        return False, f"wrong result: {details[0]}", details[1:]
+        check = self.reference.check_implementation
+        if not isinstance(check, ReferenceCheck):       # a task's own check: its message, as one line
+            good, message = check(data, output)
+            return good, " ".join(str(message).split()), []
+        result = check.compare(data, output)
+        if result.passed or result.problem:
+            return result.passed, result.problem, []
+        where = f"group {result.group}: " if result.group is not None else ""
+        return False, f"wrong result: {where}{result.mismatches[0]}", result.mismatches[1:]
 
     def _diagnose(self, result: CaseResult, data, output, regenerate=None):
         """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN)."""
