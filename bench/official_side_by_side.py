@@ -52,7 +52,7 @@ def official_folder(official_eval: Path, official_utils: Path, submission: Path,
     folder.mkdir(parents=True)
     shutil.copy(official_eval, folder / "eval.py")
     shutil.copy(official_utils, folder / "utils.py")
-    for name in ("reference.py", "task.py"):
+    for name in ("reference.py", "task.py", "task.yml"):     # task.yml: the tolerance reference.py reads
         shutil.copy(ROOT / name, folder / name)
     shutil.copy(submission, folder / "submission.py")
     try:

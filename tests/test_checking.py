@@ -45,3 +45,38 @@ def test_a_tasks_own_check_function_is_reported_as_one_line(tmp_path):
     run = run_eval("test", spec_file("m: 128; n: 256; k: 256; l: 1; seed: 1\n"), "--submission", GOOD,
                    "--task", str(tmp_path), popcorn=True)
     assert run.code == 112 and run.keys["test.0.error"] == "my own check says no second line", run.keys
+
+
+def _task_copy(tmp_path, tolerance: str):
+    for name in ("task.yml", "task.py", "utils.py", "reference.py"):
+        (tmp_path / name).write_text(open(f"{ROOT}/{name}").read())
+    text = (tmp_path / "task.yml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("tolerance:"))
+    (tmp_path / "task.yml").write_text(text.replace(line, f"tolerance: {tolerance}"))
+
+
+def test_the_tolerance_lives_in_task_yml_and_the_check_and_the_diagnosis_read_it(tmp_path, monkeypatch):
+    from arena.diagnose import verdict
+    from arena.taskdef import load_task
+    _task_copy(tmp_path, '{"rtol": 0.5, "atol": 0.25}')
+    task = load_task(tmp_path)
+    reference = task.import_reference()
+    assert task.tolerance == {"rtol": 0.5, "atol": 0.25}
+    assert (reference.check_implementation.rtol, reference.check_implementation.atol) == (0.5, 0.25)
+    # a result 30% off passes under rtol 0.5 (and would fail under the shipped 1e-3)
+    data = reference.generate_input(m=128, n=256, k=256, l=1, seed=3)
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    assert reference.check_implementation(data, (expected.float() * 1.3).half()) == (True, "")
+    seen = {}
+    monkeypatch.setattr(verdict, "diagnose", lambda *args: seen.update(rtol=args[-2], atol=args[-1]))
+    verdict.explain_failure(reference, data, expected * 3)
+    assert seen == {"rtol": 0.5, "atol": 0.25}
+
+
+def test_a_bad_tolerance_is_one_clear_line(tmp_path):
+    _task_copy(tmp_path, '{"rtol": "loose"}')
+    run = run_eval("test", spec_file("m: 128; n: 256; k: 256; l: 1; seed: 1\n"), "--submission", GOOD,
+                   "--task", str(tmp_path))
+    assert run.code == 113, run.stderr
+    assert "tolerance must be {rtol: NUMBER, atol: NUMBER} (both >= 0), got {'rtol': 'loose'}" in \
+        run.stderr.strip().splitlines()[-1]

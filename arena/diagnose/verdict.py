@@ -6,6 +6,8 @@ import time
 
 import torch
 
+from arena.checking import ReferenceCheck
+
 from arena.diagnose.common import ATOL, EXACT, NEAR, RTOL, Diagnosis, fmt
 from arena.diagnose.anatomy import Anatomy, anatomy
 from arena.diagnose.hypotheses import LAYOUT_BUGS, Match, gemm_hypotheses, is_gemm_contract, low_precision_check
@@ -162,10 +164,12 @@ def _same_tensor(x, y) -> bool:
     return torch.equal(x, y)
 
 
-def explain_failure(reference, data, output, regenerate=None, rtol: float = RTOL, atol: float = ATOL,
-                    ) -> Diagnosis | None:
-    """The hook for a failed check: never raises; a failure of the diagnostics becomes one line."""
+def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | None:
+    """The hook for a failed check: never raises; a failure of the diagnostics becomes one line. The tolerance
+    is the one the task's check used (task.yml), else the common default."""
     started = time.perf_counter()
+    check = getattr(reference, "check_implementation", None)
+    rtol, atol = (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (RTOL, ATOL)
     try:
         if not isinstance(output, torch.Tensor):
             return None

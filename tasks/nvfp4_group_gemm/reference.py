@@ -23,6 +23,7 @@ import torch
 from task import input_t, output_t
 from arena import generators as gen
 from arena.checking import make_match_reference
+from arena.taskdef import tolerance_beside
 from arena.emulation import block_scaled_mm
 from arena.formats import BLOCK_SIZE
 from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
@@ -102,4 +103,4 @@ def generate_input(m: tuple, n: tuple, k: tuple, g: int, seed: int, data: str = 
     return abc_tensors, sfasfb_tensors, reordered_tensors, problem_sizes
 
 
-check_implementation = make_match_reference(ref_kernel, rtol=1e-03, atol=1e-03)
+check_implementation = make_match_reference(ref_kernel, **tolerance_beside(__file__))   # task.yml `tolerance`
