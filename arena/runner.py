@@ -17,6 +17,7 @@ import torch
 
 from arena import channel, sandbox, tensorwire
 from arena.nested import clone_data
+from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
 
 
@@ -39,7 +40,6 @@ class Reply:
     output_text: str = ""               # what the worker printed meanwhile (cleaned, capped)
 
 
-_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns")
 
 
 def _numbers(value, what: str) -> list[float]:
@@ -77,8 +77,7 @@ class Worker:
         self.isolation.worker_reported(sandbox.clean_text(str(first.get("isolation", "unknown")), 200))
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
         sandbox.worker_started()            # from the hello on, the submission's code may run
-        channel.send(self.sock, {"submission": self.submission, "task_folder": self.task_folder,
-                                 "device": self.device, "probe": probe})
+        channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe).to_message())
         if probe and not self._probe():
             return
         reply, _ = self._receive(self.import_timeout, "importing the submission")
@@ -95,7 +94,7 @@ class Worker:
         runs as we do instead (and say so). False when it did that."""
         sent = torch.arange(64, device="cuda", dtype=torch.float32)
         try:
-            reply = self._exchange({"op": "probe"}, [sent], self.import_timeout, "checking CUDA in the worker")
+            reply = self._exchange(Request("probe"), [sent], self.import_timeout, "checking CUDA in the worker")
             back = reply.outputs[0] if reply.outputs else None
             if isinstance(back, torch.Tensor) and torch.equal(back.cpu(), sent.cpu() + 1):
                 return True
@@ -157,11 +156,11 @@ class Worker:
         mine = tensorwire.Decoder("cpu").decode(body, [os.dup(fd) for fd in fds])
         return body, fds, mine
 
-    def _exchange(self, request: dict, inputs: list, timeout: float, doing: str) -> Reply:
+    def _exchange(self, request: Request, inputs: list, timeout: float, doing: str) -> Reply:
         body, fds, sent = self._send_inputs(inputs)
         try:
             started = time.perf_counter_ns()
-            channel.send(self.sock, {**request, "data": body}, fds)
+            channel.send(self.sock, request.to_message(body), fds)
         except (BrokenPipeError, OSError, channel.ChannelError):
             self.stop()
             raise WorkerFailure("the submission's process is gone", replace=True) from None
@@ -205,7 +204,7 @@ class Worker:
         else:
             channel._close_all(fds)
         fields = {}
-        for key in _NUMBER_LISTS:
+        for key in REPLY_NUMBER_LISTS:
             if key in reply:
                 fields[key] = _numbers(reply[key], key)
         for key in ("sync_ns", "threads"):
@@ -219,12 +218,12 @@ class Worker:
         """Send `inputs` (the parent's originals: the worker gets copies) for `op`; the checked reply."""
         if self.process is None:
             self.start()
-        return self._exchange({"op": op, "args": args}, inputs, timeout, f"running custom_kernel ({op})")
+        return self._exchange(Request(op, args), inputs, timeout, f"running custom_kernel ({op})")
 
     def request_empty(self, count: int, timeout: float, together: bool = False) -> Reply:
         """The timed loop around a call that does nothing, `count` times (one window with `together`): the
         baseline of the parent's clock and of the empty-window flag, taken by the same method as the samples."""
-        return self._exchange({"op": "time", "args": {"empty": True, "together": together}, "n": count}, [],
+        return self._exchange(Request("time", {"empty": True, "together": together}, calls=count), [],
                               timeout, "timing an empty call")
 
     def stop(self):

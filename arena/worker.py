@@ -244,10 +244,12 @@ def serve(sock: socket.socket, isolation: str):
     import threading
 
     from arena import channel, integrity, tensorwire
+    from arena.protocol import OPS, Hello, Request
     channel.send(sock, {"isolation": isolation})
     import torch            # while the parent imports its own (arena/spawn.py): the hello comes after both
-    hello, _ = channel.receive(sock)
-    device = hello["device"]
+    message, _ = channel.receive(sock)
+    hello = Hello.from_message(message)
+    device = hello.device
     capability = None       # the GPU's (major, minor): for the emulation and for naming errors
     if device == "cuda":
         capability = tuple(torch.cuda.get_device_capability())
@@ -258,12 +260,12 @@ def serve(sock: socket.socket, isolation: str):
             emulation = scaled_mm_emulation
     except ImportError:
         pass
-    if hello.get("probe"):
+    if hello.probe:
         request, fds = channel.receive(sock)
         if not _probe(sock, device, request, fds):
             return
     try:
-        session = Session(hello["submission"], hello["task_folder"], device)
+        session = Session(hello.submission, hello.task_folder, device)
     except integrity.IntegrityViolation as error:
         channel.send(sock, {"error": str(error)})
         return
@@ -272,7 +274,7 @@ def serve(sock: socket.socket, isolation: str):
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation)})
-    ops = {"run": session.run, "time": session.time, "wall": session.wall, "profile": session.profile}
+    ops = {op: getattr(session, op) for op in OPS}       # run, time, wall, profile
     while True:
         try:
             request, fds = channel.receive(sock)
@@ -282,10 +284,10 @@ def serve(sock: socket.socket, isolation: str):
             return
         decoder = tensorwire.Decoder(device, cpu_too=True)      # inputs: what the task generated, as it is
         try:
-            # An empty-call request names how many calls ("n"); its data is an empty list.
-            inputs = [None] * int(request["n"]) if "n" in request else decoder.decode(request["data"], fds)
+            asked = Request.from_message(request)
+            inputs = [None] * asked.calls if asked.calls is not None else decoder.decode(request["data"], fds)
             session.guard.check("between calls")
-            reply = ops[request["op"]](inputs, **request.get("args", {}))
+            reply = ops[asked.op](inputs, **asked.args)
             session.guard.check("during the request", deep=True)
             session.keep_alive.extend(reply.get("outputs", []))
             reply["threads"] = _foreign_threads(threading) - session.threads_before
