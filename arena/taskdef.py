@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from arena.specs import Case, check_case, format_spec
+from arena.tolerance import ToleranceError, parse_tolerance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASE_SETS = ("tests", "benchmarks", "robustness")
@@ -81,7 +82,10 @@ class Task:
     def tolerance(self) -> dict:
         """{"rtol": ..., "atol": ...}: task.yml `tolerance`, the one value the task's check and the diagnosis
         use (reference.py reads it with `tolerance_beside`)."""
-        return _tolerance(self.config, self.folder / "task.yml")
+        try:
+            return parse_tolerance(self.config.get("tolerance"), self.folder / "task.yml")
+        except ToleranceError as error:
+            raise TaskError(str(error)) from None
 
     def import_reference(self):
         """Import this task's reference module (the task folder first on sys.path, the repo root after)."""
@@ -93,25 +97,6 @@ class Task:
         except Exception as error:
             raise TaskError(f"the task's reference.py ({self.folder}) failed to import: "
                             f"{type(error).__name__}: {error}") from None
-
-
-def _tolerance(config: dict, path: Path) -> dict:
-    value = config.get("tolerance")
-    if not isinstance(value, dict) or set(value) != {"rtol", "atol"} or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value.values()):
-        raise TaskError(f"{path}: tolerance must be {{rtol: NUMBER, atol: NUMBER}} (both >= 0), got {value!r}")
-    return {"rtol": float(value["rtol"]), "atol": float(value["atol"])}
-
-
-def tolerance_beside(reference_file: str) -> dict:
-    """The tolerance in the task.yml next to a task's reference.py: `make_match_reference(ref_kernel,
-    **tolerance_beside(__file__))`, so the value lives in task.yml alone."""
-    path = Path(reference_file).resolve().parent / "task.yml"
-    try:
-        config = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise TaskError(f"{path}: cannot read the task's tolerance: {error}") from None
-    return _tolerance(config if isinstance(config, dict) else {}, path)
 
 
 def add_task_paths(folder: Path):

@@ -16,7 +16,7 @@ import torch
 from task import input_t, output_t
 from arena import generators as gen
 from arena.checking import make_match_reference
-from arena.taskdef import tolerance_beside
+from arena.tolerance import tolerance_beside
 from arena.emulation import blackwell_scaled_mm, has_fp4_tensor_cores, scaled_gemm
 from arena.formats import BLOCK_SIZE
 from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)

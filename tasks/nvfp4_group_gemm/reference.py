@@ -23,7 +23,7 @@ import torch
 from task import input_t, output_t
 from arena import generators as gen
 from arena.checking import make_match_reference
-from arena.taskdef import tolerance_beside
+from arena.tolerance import tolerance_beside
 from arena.emulation import block_scaled_mm
 from arena.formats import BLOCK_SIZE
 from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
