@@ -56,10 +56,8 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, data: str = "offic
         sfa, sfb = gen.allcodes_scales(l, m, sf_k, device), gen.allcodes_scales(l, n, sf_k, device)
         return a, b, sfa, sfb, gen.permuted(sfa), gen.permuted(sfb), c
     # Official: scales in {0, 1, 2, 3}; the permuted copy's padding is random too.
-    sfa = gen.int_scales(l, m, sf_k, 0, 4, device)
-    sfa_perm = gen.permuted(sfa, gen.int_padding(l, m, sf_k, 0, 4, device))
-    sfb = gen.int_scales(l, n, sf_k, 0, 4, device)
-    sfb_perm = gen.permuted(sfb, gen.int_padding(l, n, sf_k, 0, 4, device))
+    sfa, sfa_perm = gen.official_scales(l, m, sf_k, 0, 4, device)
+    sfb, sfb_perm = gen.official_scales(l, n, sf_k, 0, 4, device)
     return a, b, sfa, sfb, sfa_perm, sfb_perm, c
 
 

@@ -72,6 +72,13 @@ def int_padding(l: int, mn: int, sf_k: int, low: int, high: int, device) -> torc
     return ints.to(torch.float8_e4m3fn)
 
 
+def official_scales(l: int, mn: int, sf_k: int, low: int, high: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One operand's integer scales and their permuted copy, whose padding is random too: two random calls
+    in the competition's order (the scales, then the padding)."""
+    plain = int_scales(l, mn, sf_k, low, high, device)
+    return plain, permuted(plain, int_padding(l, mn, sf_k, low, high, device))
+
+
 def permuted(plain: torch.Tensor, padding: torch.Tensor | None = None, device=None) -> torch.Tensor:
     """The permuted copy (32, 4, rb, 4, cb, l) of plain scales, built on `device` (default: padding's, else
     the scales'). Without `padding` the unused entries hold 1.0. No random calls."""

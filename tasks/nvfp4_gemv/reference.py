@@ -63,10 +63,8 @@ def generate_input(m: int, k: int, l: int, seed: int, data: str = "official"):
     if data == "allcodes":
         sfa, sfb = gen.allcodes_scales(l, m, sf_k, device), gen.allcodes_scales(l, N_PADDED, sf_k, device)
         return a, b, sfa, sfb, gen.permuted(sfa), gen.permuted(sfb), c
-    sfa = gen.int_scales(l, m, sf_k, 0, 3, device)
-    sfa_permuted = gen.permuted(sfa, gen.int_padding(l, m, sf_k, 0, 3, device))
-    sfb = gen.int_scales(l, N_PADDED, sf_k, 0, 3, device)
-    sfb_permuted = gen.permuted(sfb, gen.int_padding(l, N_PADDED, sf_k, 0, 3, device))
+    sfa, sfa_permuted = gen.official_scales(l, m, sf_k, 0, 3, device)
+    sfb, sfb_permuted = gen.official_scales(l, N_PADDED, sf_k, 0, 3, device)
     return a, b, sfa, sfb, sfa_permuted, sfb_permuted, c
 
 
