@@ -40,8 +40,6 @@ class Reply:
     output_text: str = ""               # what the worker printed meanwhile (cleaned, capped)
 
 
-
-
 def _numbers(value, what: str) -> list[float]:
     if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                               for x in value):
