@@ -221,8 +221,8 @@ class Evaluator:
             empty_calls = limits.calls_per_sample if together else batch
             empties = [self.worker.request_empty(empty_calls, limits.case_timeout, together=together)
                        for _ in range(EMPTY_WINDOWS if together else 1)]
-            empty_elapsed_ns, empty_ns = empty_baseline(empties)
-            result.timing["empty_ns"] = [round(t, 1) for reply in empties for t in reply.fields.get("times_ns", [])]
+            empty_elapsed_ns, empty_ns, empty_samples = empty_baseline(empties)
+            result.timing["empty_ns"] = [round(t, 1) for t in empty_samples]
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": empty_ns}
             # On the CPU the timed samples are wall clock, so the parent's clock bounds them. On a GPU event
@@ -293,11 +293,12 @@ def _batch_size(sample, device: str) -> int:
 _RANDOM = random.SystemRandom()
 
 
-def empty_baseline(replies: list[Reply]) -> tuple[float, float]:
-    """From the empty-call requests: the parent's elapsed ns of the quickest request (its clock baseline)
-    and the median empty sample in ns (the empty-window flag's yardstick)."""
-    times = sorted(t for reply in replies for t in reply.fields.get("times_ns", [])) or [0.0]
-    return min(reply.elapsed_ns for reply in replies), times[len(times) // 2]
+def empty_baseline(replies: list[Reply]) -> tuple[float, float, list[float]]:
+    """From the empty-call requests: the parent's elapsed ns of the quickest request (its clock baseline),
+    the median empty sample in ns (the empty-window flag's yardstick) and every empty sample, in order."""
+    samples = [t for reply in replies for t in reply.fields.get("times_ns", [])]
+    ordered = sorted(samples) or [0.0]
+    return min(reply.elapsed_ns for reply in replies), ordered[len(ordered) // 2], samples
 
 
 def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]:

@@ -142,7 +142,7 @@ def test_one_stretched_empty_window_does_not_become_the_baseline():
     from arena.runner import Reply
     replies = [Reply(outputs=[], sent=[], fields={"times_ns": [t]}, elapsed_ns=e)
                for t, e in ((637_920.0, 40e6), (410.0, 9e6), (520.0, 8e6))]
-    elapsed, window = empty_baseline(replies)
-    assert (elapsed, window) == (8e6, 520.0)
+    elapsed, window, samples = empty_baseline(replies)
+    assert (elapsed, window) == (8e6, 520.0) and samples == [637_920.0, 410.0, 520.0]
     per_call = Reply(outputs=[], sent=[], fields={"times_ns": [300.0, 900.0, 200.0]}, elapsed_ns=5e6)
-    assert empty_baseline([per_call]) == (5e6, 300.0)
+    assert empty_baseline([per_call])[:2] == (5e6, 300.0)

@@ -7,7 +7,6 @@ import time
 import torch
 
 from arena.checking import ReferenceCheck
-
 from arena.diagnose.common import ATOL, EXACT, NEAR, RTOL, Diagnosis, fmt
 from arena.diagnose.anatomy import Anatomy, anatomy
 from arena.diagnose.hypotheses import LAYOUT_BUGS, Match, gemm_hypotheses, is_gemm_contract, low_precision_check
