@@ -218,12 +218,6 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
-#ifndef NVFP4_PROFILE_MODE
-#define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
-                               // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
-                               // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
-                               // (with 32, ptxas drops the unused wgmmas: only meaningful with 4)
-#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -422,9 +416,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     fence_mbar_init();
   }
   __syncthreads();
-#if NVFP4_PROFILE_MODE & 16
-  return;
-#endif
 
   if (warp < 4) {
     // ------------------------------------------------------------------ transform: A tile -> fp16 smem
@@ -436,14 +427,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const int s = j % RAW_STAGES;
       const int as = j % ACT_STAGES;
       mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
-#if NVFP4_PROFILE_MODE & 8
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&raw_empty[s]);
-      mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&act_full[as]);
-      continue;
-#endif
       const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
       uint4 v[4];
 #pragma unroll
@@ -470,11 +453,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             const uint32_t w = word(v[t], q);
             const uint32_t s2 = sc[2 * t + (ks >> 2)];
             const int pi = 2 * (ks & 1) + h;
-#if NVFP4_PROFILE_MODE & 1
-            o[t] = w ^ s2 ^ pi;
-#else
             o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
-#endif
           }
           const int chunk = 2 * (ks & 3) + h;  // 16-byte chunk inside the 128-byte row of the 64-k atom
           sts128(act + (ks >> 2) * ACT_ATOM_BYTES + r * 128 + ((chunk ^ (r & 7)) << 4), o[0], o[1], o[2], o[3]);
@@ -551,20 +530,14 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             for (int kk = 0; kk < 4; ++kk) {
               const int q = 2 * kh + (kk >> 1);
               const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
-#if NVFP4_PROFILE_MODE & 2
-              frag[kh][kk][0] = w0 ^ a0; frag[kh][kk][1] = w1 ^ a1; frag[kh][kk][2] = w0 ^ kk; frag[kh][kk][3] = w1 ^ kk;
-#else
               if ((kk & 1) == 0) decode_step<0>(frag[kh][kk], w0, w1, a0, a1);
               else decode_step<2>(frag[kh][kk], w0, w1, a0, a1);
-#endif
             }
             if (b == 0 && kh == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
             wgmma_fence();
-#if !(NVFP4_PROFILE_MODE & 4)
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
               wgmma_m64n128k16_rs(acc[b], frag[kh][kk], dbase + (uint64_t)((kh * ACT_ATOM_BYTES + kk * 32) >> 4));
-#endif
             wgmma_commit();
           }
         }
@@ -577,9 +550,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       mbar_arrive_if(&act_empty[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
       act_pending = -1;
       // ---------------------------------------------------------------- epilogue of this tile
-#if NVFP4_PROFILE_MODE & 32
-      continue;
-#endif
       int l, nt, mt;
       sch.decode(tile, l, nt, mt);
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;

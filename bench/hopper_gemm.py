@@ -168,9 +168,13 @@ def build_probe(mode, mb=None):
     """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
     mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape."""
     from torch.utils.cpp_extension import load_inline
+    # the probes live in the kernel sources only (kernels/generate.py resolves them out of submission.py)
+    kernels = os.path.join(ROOT, "kernels")
+    source = "".join(open(os.path.join(kernels, *part)).read()
+                     for part in (("common", "nvfp4_common.cuh"), ("sm90", "nvfp4_gemm_sm90.cuh")))
     flags = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-DNVFP4_PROFILE_MODE={mode}"]
     return load_inline(name=f"nvfp4_sm90_probe{mode}", cpp_sources=[submission.CPP_SM90],
-                       cuda_sources=[submission.CUDA_SM90], functions=["sm90_gemm"], extra_cuda_cflags=flags)
+                       cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
 def time_probe(mod, m, n, k, l, reps, flush_buf, mb=0):

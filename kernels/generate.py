@@ -7,8 +7,11 @@ submission.py stays one uploadable file; the CUDA it carries is edited here, as 
 - kernels/common/nvfp4_common.cuh  -> CUDA_COMMON (shared by both paths)
 - kernels/sm90/nvfp4_gemm_sm90.cuh -> CUDA_SM90 (= CUDA_COMMON + this text: one translation unit)
 - kernels/sm100/ (amalgamated, with its Python glue) -> the sm100 region (built by kernels/sm100/integrate.py)
-Each .cuh file is copied from the line after its "generated text begins" marker on, verbatim.
+Each .cuh file is copied from the line after its "generated text begins" marker on, verbatim except for the
+bench-only profiling probes: every `#if NVFP4_PROFILE_MODE ...` block is resolved for mode 0 (the probes
+produce wrong results and have no place in the uploadable file; bench/hopper_gemm.py builds them from kernels/).
 """
+import re
 import os
 import sys
 
@@ -25,11 +28,47 @@ sys.path.insert(0, os.path.join(KDIR, "sm100"))
 import integrate as sm100  # noqa: E402
 
 
+PROFILE_MACRO = "NVFP4_PROFILE_MODE"
+PROFILE_IF = re.compile(r"#if\s+(!?)\(?\s*NVFP4_PROFILE_MODE\s*&\s*\d+\s*\)?\s*$")
+
+
+def without_profiling(text: str, path: str) -> str:
+    """text with each NVFP4_PROFILE_MODE conditional replaced by the branch mode 0 takes.
+
+    Understands the forms the kernels use (`#ifndef NVFP4_PROFILE_MODE` holding its default, `#if
+    NVFP4_PROFILE_MODE & N`, `#if !(NVFP4_PROFILE_MODE & N)`, each with an optional `#else`, not nested);
+    anything else naming the macro stops the generator rather than guess."""
+    out, keep, inside = [], True, False
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        directive = line.strip()
+        if not inside:
+            if directive == f"#ifndef {PROFILE_MACRO}":
+                inside, keep = True, False
+            elif PROFILE_IF.match(directive):
+                inside, keep = True, PROFILE_IF.match(directive).group(1) == "!"
+            elif PROFILE_MACRO in line:
+                raise SystemExit(f"{path}:{number}: {PROFILE_MACRO} used outside a form the generator resolves")
+            else:
+                out.append(line)
+            continue
+        if directive.startswith("#if"):
+            raise SystemExit(f"{path}:{number}: a conditional nested in a {PROFILE_MACRO} block")
+        if directive == "#else":
+            keep = not keep
+        elif directive == "#endif":
+            inside, keep = False, True
+        elif keep:
+            out.append(line)
+    if inside:
+        raise SystemExit(f"{path}: a {PROFILE_MACRO} block is never closed")
+    return "".join(out)
+
+
 def source_text(path: str) -> str:
     text = open(path).read()
     if MARKER not in text:
         raise SystemExit(f"{path}: no '{MARKER.strip()}' line")
-    body = text.split(MARKER, 1)[1]
+    body = without_profiling(text.split(MARKER, 1)[1], path)
     if '"""' in body or body.rstrip("\n").endswith("\\"):
         raise SystemExit(f"{path}: holds a triple quote or ends in a backslash (cannot sit in a raw string)")
     return body

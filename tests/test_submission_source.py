@@ -128,3 +128,57 @@ def test_every_generated_region_of_submission_py_matches_its_kernel_source(tmp_p
     current = open(generator.SUBMISSION).read()
     moved = generator.with_string(current, generator.STRINGS[1][2], generator.source_text(str(edited)))
     assert moved != current and "// an edit\n" in moved
+
+
+def _generator():
+    kernels = os.path.join(ROOT, "kernels")
+    sys.path.insert(0, kernels)
+    try:
+        import generate
+    finally:
+        sys.path.remove(kernels)
+    return generate
+
+
+def test_the_uploadable_file_carries_no_profiling_probe_but_the_kernel_source_does():
+    generator = _generator()
+    assert generator.PROFILE_MACRO not in open(SUBMISSION).read()
+    assert generator.PROFILE_MACRO in open(generator.STRINGS[1][1]).read()   # bench/hopper_gemm.py --probes
+
+
+def test_profiling_blocks_resolve_to_mode_zero_and_unknown_forms_stop_the_generator():
+    strip = _generator().without_profiling
+    text = ("a\n#ifndef NVFP4_PROFILE_MODE\n#define NVFP4_PROFILE_MODE 0\n#endif\n"
+            "#if NVFP4_PROFILE_MODE & 16\n  return;\n#endif\n"
+            "#if NVFP4_PROFILE_MODE & 1\nprobe\n#else\nreal\n#endif\n"
+            "#if !(NVFP4_PROFILE_MODE & 4)\nmma\n#endif\nz\n")
+    assert strip(text, "k.cuh") == "a\nreal\nmma\nz\n"
+    for bad in ("#if NVFP4_PROFILE_MODE > 2\nx\n#endif\n",                        # a form it does not know
+                "#if NVFP4_PROFILE_MODE & 1\n#ifdef X\n#endif\n#endif\n",         # nested
+                "#if NVFP4_PROFILE_MODE & 1\nx\n"):                               # never closed
+        with pytest.raises(SystemExit, match="k.cuh"):
+            strip(bad, "k.cuh")
+
+
+@pytest.mark.slow
+def test_the_kernel_source_with_probes_off_builds_to_the_same_sass_as_submission_py(tmp_path):
+    """Resolving the probe blocks in the generator changes no instruction: kernels/ built with the macro at its
+    default 0 and submission.py's CUDA_SM90 give identical SASS."""
+    nvcc, cuobjdump = _tool("nvcc"), _tool("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        pytest.skip("needs nvcc and cuobjdump")
+    generator = _generator()
+    sources = {"kernels": "".join(open(path).read() for _, path, _ in generator.STRINGS),
+               "submission": _module_strings(SUBMISSION)["CUDA_SM90"]}
+    procs, sass = {}, {}
+    for name, text in sources.items():
+        (tmp_path / f"{name}.cu").write_text(text)
+        procs[name] = subprocess.Popen([nvcc, "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-cubin",
+                                        str(tmp_path / f"{name}.cu"), "-o", str(tmp_path / f"{name}.cubin")],
+                                       stderr=subprocess.PIPE, text=True)
+    for name, proc in procs.items():
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-2000:]
+        dump = subprocess.run([cuobjdump, "-sass", str(tmp_path / f"{name}.cubin")], capture_output=True, text=True,
+                              timeout=120).stdout
+        sass[name] = [line for line in dump.splitlines() if re.search(r"\b[A-Z]{2,}", line)]
+    assert len(sass["kernels"]) > 1000 and sass["kernels"] == sass["submission"]
