@@ -59,11 +59,11 @@ CUDA_COMMON = r"""
 namespace nvfp4 {
 
 // ---- problem tiling -------------------------------------------------------------------------------
-constexpr int TILE_ROWS = 128;          // rows of A or B per tile = one row block of the blocked layout
+[[maybe_unused]] constexpr int TILE_ROWS = 128;         // rows of A or B per tile = one row block of the blocked layout
 constexpr int BK = 128;                 // k elements per pipeline stage
-constexpr int BK_BYTES = BK / 2;        // fp4 bytes per row per stage (64)
+[[maybe_unused]] constexpr int BK_BYTES = BK / 2;       // fp4 bytes per row per stage (64)
 constexpr int SF_BLOCK_BYTES = 512;     // one 128-row x 4-scale block of the blocked layout
-constexpr int SF_STAGE_BYTES = (BK / 64) * SF_BLOCK_BYTES;  // scales of one tile per stage (1024)
+[[maybe_unused]] constexpr int SF_STAGE_BYTES = (BK / 64) * SF_BLOCK_BYTES;  // scales of one tile per stage (1024)
 
 // ---- blocked (cuBLAS "128x4") scale-factor layout -----------------------------------------------------
 // row r = 128*rb + 32*r4 + r32, scale column j = 4*cb + c4:
@@ -152,6 +152,21 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
       :: "r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+// L2 cache policies for the two loads below (CUTLASS's constants)
+constexpr uint64_t kEvictFirst = 0x12F0000000000000ull, kEvictLast = 0x14F0000000000000ull;
+// tma_load_2d and bulk_load with an L2 cache policy
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                            uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;"
+      :: "r"(smem_u32(dst)), "l"((uint64_t)map), "r"(x), "r"(y), "r"(smem_u32(bar)), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+      :: "r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" :: "l"((uint64_t)map) : "memory");
@@ -869,7 +884,7 @@ def _validate_sm90(a, b, sfa_perm, sfb_perm, c):
 # The sm_100a kernel: TMA -> smem, tcgen05.cp scale atoms -> TMEM, tcgen05.mma kind::mxf4nvf4
 # block16, tcgen05.ld epilogue. Verified only by compile/SASS checks and by an emulation build on an
 # H100 (docs/blackwell_kernel.md); it has NOT run on Blackwell hardware.
-CUDA_SM100 = r"""// NVFP4 block-scaled GEMM for sm_100a (B200): C[M,N,L] (fp16) = (A * SFA) x (B * SFB)^T.
+CUDA_SM100 = CUDA_COMMON + r"""// NVFP4 block-scaled GEMM for sm_100a (B200): C[M,N,L] (fp16) = (A * SFA) x (B * SFB)^T.
 //
 // NOT RUN ON BLACKWELL HARDWARE HERE. Verified by compile/SASS checks for sm_100a and by the emulation
 // build (-DNVFP4_TCGEN05_EMULATION, sm_90a) that runs this same kernel on a Hopper GPU.
@@ -888,6 +903,7 @@ CUDA_SM100 = r"""// NVFP4 block-scaled GEMM for sm_100a (B200): C[M,N,L] (fp16) 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+// kernels/common/nvfp4_common.cuh: CUDA_COMMON, which precedes this text
 // ---- begin tcgen05_desc.h
 // tcgen05 descriptor encoders for the NVFP4 (kind::mxf4nvf4, block16) GEMM.
 //
@@ -1062,16 +1078,11 @@ using namespace t5;
 constexpr int kThreads = 128;
 constexpr int kSmemBytes = kStages * kStageBytes + 1024 /*align*/ + 256 /*barriers*/;
 
-// ---------------------------------------------------------------- mbarrier / TMA (sm_90 and sm_100)
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
-}
+// mbarrier / TMA helpers and the tensor-map encoder: kernels/common (shared with the sm_90a kernel)
+using nvfp4::smem_u32; using nvfp4::mbar_init; using nvfp4::fence_mbar_init; using nvfp4::mbar_expect_tx;
+using nvfp4::tma_load_2d; using nvfp4::bulk_load; using nvfp4::kEvictFirst; using nvfp4::kEvictLast;
+// Its own wait loop: the emulation build turns a hang into a trap, and the hardware build keeps the loop shape
+// it was checked with (common's PTX-label loop compiles to different SASS here).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   const uint32_t a = smem_u32(bar);
   uint32_t done;
@@ -1086,23 +1097,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     if (!done && clock64() - t0 > 40000000000ll) __trap();
 #endif
   } while (!done);
-}
-// L2 cache policies (CUTLASS's constants): A and SFA are re-read by every CTA of a row of tiles, B and SFB
-// are read once.
-constexpr uint64_t kEvictFirst = 0x12F0000000000000ull, kEvictLast = 0x14F0000000000000ull;
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                            uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%2, %3}], [%4], %5;"
-      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_u32(bar)), "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
-                                             uint64_t policy) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-               " [%0], [%1], %2, [%3], %4;"
-               ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy) : "memory");
 }
 
 struct Params {
@@ -1157,13 +1151,13 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
       if (lane == 0) {
         uint8_t* st = smem + s * kStageBytes;
         const int kb = k_begin + i;
-        mbar_arrive_expect_tx(&full_bar[s], kStageBytes);
-        tma_load_2d(st, &tmap_a, kb * (kBlockK / 2), l * p.M + m0, &full_bar[s], kEvictLast);
-        tma_load_2d(st + kStageABytes, &tmap_b, kb * (kBlockK / 2), l * p.N + n0, &full_bar[s], kEvictFirst);
-        bulk_load_1d(st + kStageABytes + kStageBBytes, sfa_src + (size_t)kb * kStageSFABytes, kStageSFABytes,
+        mbar_expect_tx(&full_bar[s], kStageBytes);
+        tma_load_2d(st, &tmap_a, &full_bar[s], kb * (kBlockK / 2), l * p.M + m0, kEvictLast);
+        tma_load_2d(st + kStageABytes, &tmap_b, &full_bar[s], kb * (kBlockK / 2), l * p.N + n0, kEvictFirst);
+        bulk_load(st + kStageABytes + kStageBBytes, sfa_src + (size_t)kb * kStageSFABytes, kStageSFABytes,
                      &full_bar[s], kEvictLast);
         // SFB atoms of a 128-row group are shared by the two N = 64 tiles of the group
-        bulk_load_1d(st + kStageABytes + kStageBBytes + kStageSFABytes, sfb_src + (size_t)kb * kStageSFBBytes,
+        bulk_load(st + kStageABytes + kStageBBytes + kStageSFABytes, sfb_src + (size_t)kb * kStageSFBBytes,
                      kStageSFBBytes, &full_bar[s], kEvictLast);
       }
       __syncwarp();
@@ -1260,35 +1254,12 @@ nvfp4_gemm_sm100_kernel(const __grid_constant__ CUtensorMap tmap_a, const __grid
 }
 
 // ---------------------------------------------------------------------- host side (no torch)
-typedef CUresult (*EncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static EncodeTiledFn get_encode_fn() {
-  static EncodeTiledFn fn = nullptr;
-  if (!fn) {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess)
-      fn = (EncodeTiledFn)ptr;
-  }
-  return fn;
-}
-
 // Packed fp4 operand [rows_total][K/2 bytes] as UINT8 (16U4 maps cannot be encoded on Hopper; the
 // bytes and the 128B swizzle are the same), box = 128 bytes (256 fp4) x box_rows, SWIZZLE_128B.
 static int encode_operand_map(CUtensorMap* map, const void* ptr, int rows_total, int K, int box_rows) {
-  EncodeTiledFn fn = get_encode_fn();
-  if (!fn) return 1001;
-  cuuint64_t dims[2] = {(cuuint64_t)(K / 2), (cuuint64_t)rows_total};
-  cuuint64_t strides[1] = {(cuuint64_t)(K / 2)};
-  cuuint32_t box[2] = {(cuuint32_t)(kBlockK / 2), (cuuint32_t)box_rows};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(ptr), dims, strides, box, estr,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : 1002;
+  if (!nvfp4::get_encode_tiled()) return 1001;
+  return nvfp4::make_fp4_map(map, ptr, (uint64_t)rows_total, (uint64_t)(K / 2), (uint32_t)box_rows,
+                             (uint32_t)(kBlockK / 2), CU_TENSOR_MAP_SWIZZLE_128B) == 0 ? 0 : 1002;
 }
 
 // Number of K splits for a problem; the workspace must hold L*(M/128)*(N/64)*splits*128*64 floats and the

@@ -8,6 +8,7 @@
 #   side_kernel  the shipped kernel beside the official harness, RUNS runs
 #   gputests     pytest -m gpu
 #   integrity    bench/integrity_gpu_check.py
+#   sm100emu     the sm_100a kernel through its emulation build (library and submission glue), test shapes
 # The side-by-side steps need the official eval_better_bench.py and utils.py in .official/ (carried, never
 # committed).
 OUT=${OUT:-out}; mkdir -p "$OUT"; LOG="$OUT/issue21.log"; export PYTHONUNBUFFERED=1
@@ -30,6 +31,7 @@ for c in d['cases']: print(c['spec'], c['stats']['runs'], round(c['stats']['mean
                          .official/eval_better_bench.py --runs "${RUNS:-5}" --json "$OUT/side_kernel.json" submission.py ;;
         gputests) timeout "${TESTS_S:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -15 ;;
         integrity) timeout "${TESTS_S:-400}" python3 bench/integrity_gpu_check.py 2>&1 | tail -30 ;;
+        sm100emu) timeout "${TESTS_S:-400}" python3 bench/sm100_emulation_check.py --build --quick --glue 2>&1 | tail -30 ;;
         *) echo "unknown step $step" ;;
     esac 2>&1 | tee -a "$LOG"
     echo "=== $step took $((SECONDS - start)) s" | tee -a "$LOG"

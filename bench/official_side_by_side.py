@@ -19,7 +19,6 @@ import json
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from arena.gpustate import GpuMonitor, reason_names  # noqa: E402
 from tests.evalrun import run_eval  # noqa: E402
 
 
@@ -37,13 +37,13 @@ def benchmark_specs() -> str:
     return "\n".join("; ".join(f"{k}: {v}" for k, v in case.items()) for case in cases) + "\n"
 
 
-def gpu_state() -> str:
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,"
-                               "clocks_throttle_reasons.active", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+def gpu_state(monitor: GpuMonitor | None) -> str:
+    """One NVML reading (the reader the evaluator itself uses), as a line for the JSON."""
+    if monitor is None:
         return "?"
+    r = monitor.read()
+    return (f"SM {r.sm_mhz} MHz, memory {r.mem_mhz} MHz, {r.power_w:.0f} W, {r.temp_c} C, "
+            f"reasons {','.join(reason_names(r.reasons)) or 'none'}")
 
 
 def official_folder(official_eval: Path, official_utils: Path, submission: Path, scratch: Path) -> Path:
@@ -103,6 +103,7 @@ def main():
     # A time limit (SIGTERM from `timeout`) still prints the table of the runs finished so far.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     stopped = False
+    monitor = GpuMonitor.open(0)   # None without NVML: the clock columns read '?'
     for submission in args.submissions:
         submission = submission.resolve()
         folder = official_folder(args.official_eval.resolve(), official_utils, submission, scratch)
@@ -111,7 +112,7 @@ def main():
         try:
             for attempt in range(args.runs):
                 for harness in harnesses:
-                    before = gpu_state()
+                    before = gpu_state(monitor)
                     if harness == "official":
                         result = run_eval("benchmark", str(spec), script="eval.py", cwd=folder, popcorn=True,
                                           env={"PYTHONPATH": str(ROOT)}, timeout=args.timeout, check_timeout=False)
@@ -121,7 +122,7 @@ def main():
                                           timeout=args.timeout, check_timeout=False)
                         clocks = [c.get("timing", {}).get("gpu") for c in (result.doc or {}).get("cases", [])]
                         before += f"; clocks while timing {[(c['sm_mhz_min'], c['sm_mhz_max']) for c in clocks if c]}"
-                    after = gpu_state()
+                    after = gpu_state(monitor)
                     code, keys, output = result.code, result.keys, result.stdout + result.stderr
                     figures = means_us(keys)
                     runs[harness].append(figures)

@@ -12,11 +12,11 @@
 namespace nvfp4 {
 
 // ---- problem tiling -------------------------------------------------------------------------------
-constexpr int TILE_ROWS = 128;          // rows of A or B per tile = one row block of the blocked layout
+[[maybe_unused]] constexpr int TILE_ROWS = 128;         // rows of A or B per tile = one row block of the blocked layout
 constexpr int BK = 128;                 // k elements per pipeline stage
-constexpr int BK_BYTES = BK / 2;        // fp4 bytes per row per stage (64)
+[[maybe_unused]] constexpr int BK_BYTES = BK / 2;       // fp4 bytes per row per stage (64)
 constexpr int SF_BLOCK_BYTES = 512;     // one 128-row x 4-scale block of the blocked layout
-constexpr int SF_STAGE_BYTES = (BK / 64) * SF_BLOCK_BYTES;  // scales of one tile per stage (1024)
+[[maybe_unused]] constexpr int SF_STAGE_BYTES = (BK / 64) * SF_BLOCK_BYTES;  // scales of one tile per stage (1024)
 
 // ---- blocked (cuBLAS "128x4") scale-factor layout -----------------------------------------------------
 // row r = 128*rb + 32*r4 + r32, scale column j = 4*cb + c4:
@@ -105,6 +105,21 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
       :: "r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+// L2 cache policies for the two loads below (CUTLASS's constants)
+constexpr uint64_t kEvictFirst = 0x12F0000000000000ull, kEvictLast = 0x14F0000000000000ull;
+// tma_load_2d and bulk_load with an L2 cache policy
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                            uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;"
+      :: "r"(smem_u32(dst)), "l"((uint64_t)map), "r"(x), "r"(y), "r"(smem_u32(bar)), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+      :: "r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" :: "l"((uint64_t)map) : "memory");

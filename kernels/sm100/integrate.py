@@ -22,13 +22,13 @@ def glue_block() -> str:
 
 
 def region() -> str:
-    cuda = amalgamated_source()  # contains tcgen05.*: arena/compile.py builds it for sm_100a
+    cuda = amalgamated_source(common=False)  # contains tcgen05.*: arena/compile.py builds it for sm_100a
     assert '"""' not in cuda and not cuda.rstrip("\n").endswith("\\")
     text = (f"{BEGIN}\n"
             "# The sm_100a kernel: TMA -> smem, tcgen05.cp scale atoms -> TMEM, tcgen05.mma kind::mxf4nvf4\n"
             "# block16, tcgen05.ld epilogue. Verified only by compile/SASS checks and by an emulation build on an\n"
             "# H100 (docs/blackwell_kernel.md); it has NOT run on Blackwell hardware.\n"
-            f'CUDA_SM100 = r"""{cuda}"""\n\n{glue_block()}{END}\n')
+            f'CUDA_SM100 = CUDA_COMMON + r"""{cuda}"""\n\n{glue_block()}{END}\n')
     assert "stream" not in text.lower()
     return text
 
