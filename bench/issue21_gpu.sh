@@ -8,6 +8,7 @@
 #   side_kernel  the shipped kernel beside the official harness, RUNS runs
 #   gputests     pytest -m gpu
 #   integrity    bench/integrity_gpu_check.py
+#   repeat       RUNS `eval.py benchmark` runs of the shipped kernel alone, back to back: per-run means and spread
 #   sm100emu     the sm_100a kernel through its emulation build (library and submission glue), test shapes
 # The side-by-side steps need the official eval_better_bench.py and utils.py in .official/ (carried, never
 # committed).
@@ -31,6 +32,18 @@ for c in d['cases']: print(c['spec'], c['stats']['runs'], round(c['stats']['mean
                          .official/eval_better_bench.py --runs "${RUNS:-5}" --json "$OUT/side_kernel.json" submission.py ;;
         gputests) timeout "${TESTS_S:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -15 ;;
         integrity) timeout "${TESTS_S:-400}" python3 bench/integrity_gpu_check.py 2>&1 | tail -30 ;;
+        repeat) for i in $(seq "${RUNS:-5}"); do
+                    python3 eval.py benchmark --json "/tmp/rep$i.json" > /dev/null || echo "run $i failed"
+                done
+                python3 -c "
+import json, statistics, sys
+runs = [json.load(open(f'/tmp/rep{i}.json')) for i in range(1, int(sys.argv[1]) + 1)]
+for n, case in enumerate(runs[0]['cases']):
+    means = [r['cases'][n]['stats']['mean'] / 1e3 for r in runs]
+    errs = [r['cases'][n]['stats']['err'] / r['cases'][n]['stats']['mean'] * 100 for r in runs]
+    med = statistics.median(means)
+    print(case['spec'], ' '.join(f'{m:.2f}' for m in means), f'spread {(max(means) - min(means)) / med * 100:.2f}%',
+          f'within-run err <= {max(errs):.2f}%')" "${RUNS:-5}" ;;
         sm100emu) timeout "${TESTS_S:-400}" python3 bench/sm100_emulation_check.py --build --quick --glue 2>&1 | tail -30 ;;
         *) echo "unknown step $step" ;;
     esac 2>&1 | tee -a "$LOG"
