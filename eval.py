@@ -180,17 +180,17 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     finally:
         sandbox.write_import_audit()
     from arena import report       # imported by run_mode already (it imports torch: not before the worker starts)
-    info["static_warnings"] = [f.as_dict() for f in static]
-    if info.get("refused"):
-        click.echo(f"error: {info['refused']}", err=True)
+    info.static_warnings = [f.as_dict() for f in static]
+    if info.refused:
+        click.echo(f"error: {info.refused}", err=True)
     if popcorn_fd is not None:
         report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
-        report.echo_integrity(results, static, info.get("integrity"), info.get("notices"))   # stderr: protocol lines stay official
+        report.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
     else:
         report.render(_console(), mode, results, info, reports)
     if json_path:
         report.write_json(json_path, mode, task.name, submission, results, info, reports)
-    sys.exit(EXIT_OK if all(r.passed for r in results) and not info.get("refused") else EXIT_FAILED)
+    sys.exit(EXIT_OK if all(r.passed for r in results) and not info.refused else EXIT_FAILED)
 
 
 def _console():

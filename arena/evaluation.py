@@ -38,7 +38,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
          early, clock):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
-    from arena.results import CaseResult
+    from arena.results import CaseResult, RunInfo
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
@@ -98,9 +98,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
         evaluator.finish()                  # late writes to outputs already checked
     finally:
         worker.stop()
-    info = system_info()
-    info["integrity"] = {"parent": hardening, "worker": worker.hardening}
-    info["notices"] = worker.notices
-    info["refused"] = refused
-    info["wall_s"] = {**wall_s, "total": round(time.perf_counter() - clock, 3)}
+    info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - clock, 3)},
+                   integrity={"parent": hardening, "worker": worker.hardening}, notices=worker.notices,
+                   refused=refused)
     return results, reports, info

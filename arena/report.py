@@ -11,7 +11,7 @@ import subprocess
 import torch
 
 from arena.diagnose.probes import ProbeResult
-from arena.results import CaseResult, geomean_us
+from arena.results import CaseResult, RunInfo, geomean_us
 
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
@@ -85,12 +85,11 @@ def _driver_version() -> str | None:
 
 # ---- JSON --------------------------------------------------------------------------------------------
 
-def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: dict,
+def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo,
                reports: dict | None = None):
-    system = {k: v for k, v in info.items() if k not in ("static_warnings", "integrity")}
-    doc = {"mode": mode, "task": task, "submission": submission, "system": system,
+    doc = {"mode": mode, "task": task, "submission": submission, "system": info.system_json(),
            "passed": all(r.passed for r in results), "cases": [r.as_dict() for r in results],
-           "static_warnings": info.get("static_warnings", []), "integrity": info.get("integrity")}
+           "static_warnings": info.static_warnings, "integrity": info.integrity}
     if mode in ("benchmark", "leaderboard"):
         doc["geomean_us"] = geomean_us(results)
         doc["units"] = {"cases[].stats": "ns per call (as the competition's benchmark.N.* keys)",
@@ -141,13 +140,14 @@ def render_diagnosis(console, r: CaseResult):
         console.print(f"      {line}", markup=False, highlight=False, style="dim")
 
 
-def render(console, mode: str, results: list[CaseResult], info: dict, reports: dict | None = None):
+def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports: dict | None = None):
     from rich.table import Table
     from rich.text import Text
 
-    gpu = f"{info['gpu']} ({info['capability']}, {info['sms']} SMs, L2 {info['l2_mb']} MB), driver " \
-          f"{info.get('driver') or '?'}, CUDA {info.get('cuda')}" if info.get("gpu") else "CPU only"
-    console.print(f"[dim]{gpu}; torch {info['torch']}; Python {info['python']}[/dim]")
+    machine = info.machine
+    gpu = f"{machine['gpu']} ({machine['capability']}, {machine['sms']} SMs, L2 {machine['l2_mb']} MB), driver " \
+          f"{machine.get('driver') or '?'}, CUDA {machine.get('cuda')}" if machine.get("gpu") else "CPU only"
+    console.print(f"[dim]{gpu}; torch {machine['torch']}; Python {machine['python']}[/dim]")
     if mode == "diagnose":
         return render_diagnose_report(console, results, reports)
     if mode == "test":
@@ -197,7 +197,7 @@ def render(console, mode: str, results: list[CaseResult], info: dict, reports: d
             if not r.passed and r.diagnosis:
                 console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
                 render_diagnosis(console, r)
-        if not info.get("gpu"):
+        if not info.machine.get("gpu"):
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
     render_worker_output(console, results)
     render_integrity(console, mode, results, info)
@@ -218,27 +218,27 @@ def render_worker_output(console, results: list[CaseResult], lines: int = 20):
                 console.print(f"  | ... {len(shown) - lines} more lines", style="dim", markup=False)
 
 
-def render_integrity(console, mode: str, results: list[CaseResult], info: dict):
+def render_integrity(console, mode: str, results: list[CaseResult], info: RunInfo):
     """Integrity flags (docs/integrity.md): run-time warnings, static hints, and the isolation in force."""
     if mode not in ("benchmark", "leaderboard"):          # those modes print their warnings with the table
         for r in results:
             for warning in r.warnings:
                 console.print(f"⚠ case {r.index}: {warning}", style="yellow", markup=False, highlight=False)
-    static = info.get("static_warnings") or []
+    static = info.static_warnings
     if static:
         console.print("static checks (hints for a reviewer, not verdicts):", style="yellow")
         for f in static:
             console.print(f"  ⚠ [{f['code']}] {f['message']} (line {_lines(f['lines'])})", style="yellow",
                           markup=False, highlight=False)
-    isolation = info.get("integrity")
+    isolation = info.integrity
     if isolation:
         parent = ", ".join(isolation.get("parent") or []) or "no parent hardening"
         console.print(f"isolation: worker {isolation.get('worker')}; {parent}", style="dim", markup=False,
                       highlight=False)
-    for notice in info.get("notices") or []:
+    for notice in info.notices:
         console.print(f"notice: {notice}", style="yellow", markup=False, highlight=False)
-    if info.get("refused"):
-        console.print(f"✘ {info['refused']}", style="red", markup=False, highlight=False)
+    if info.refused:
+        console.print(f"✘ {info.refused}", style="red", markup=False, highlight=False)
 
 
 def warm_up(mode: str):
@@ -251,8 +251,8 @@ def warm_up(mode: str):
     fake = [CaseResult(index=0, spec="m: 1", passed=True, message="ok", stats=stats, sol_us=1.0, output="x"),
             CaseResult(index=1, spec="m: 2", passed=False, error="wrong ✘ µ ±", details=["ERROR AT (0, 0)"],
                        diagnosis="d", evidence=["e"], warnings=["w"], output="y")]
-    info = {"gpu": None, "torch": "", "python": "", "integrity": {"parent": ["p"], "worker": "w"},
-            "static_warnings": [{"code": "c", "message": "m", "lines": [1]}], "notices": ["n"], "refused": "r"}
+    info = RunInfo(machine={"gpu": None, "torch": "", "python": ""}, wall_s={}, integrity={"parent": ["p"], "worker": "w"},
+                   static_warnings=[{"code": "c", "message": "m", "lines": [1]}], notices=["n"], refused="r")
     for shown_mode in ("test", "benchmark", "profile", "leaderboard"):
         for width, terminal in ((140, False), (80, True)):
             console = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system="truecolor")

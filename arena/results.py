@@ -1,5 +1,5 @@
 """What a run produces, shared by the evaluator (arena/modes.py), the diagnosis (arena/diagnose/) and the
-report (arena/report.py): one case's result, and the leaderboard's score over them."""
+report (arena/report.py): one case's result, what the run as a whole saw, and the leaderboard's score."""
 from __future__ import annotations
 
 import math
@@ -30,6 +30,21 @@ class CaseResult:
         d["stats"] = self.stats.as_dict() if self.stats else None
         d["wall"] = self.wall.as_dict() if self.wall else None
         return d
+
+
+@dataclass
+class RunInfo:
+    """The run as a whole (arena/evaluation.py fills it; eval.py adds the static checks' warnings)."""
+    machine: dict                                    # report.system_info(): Python, torch, the GPU or None
+    wall_s: dict                                     # worker start, each case, total (seconds)
+    integrity: dict | None = None                    # the hardening the parent and the worker applied
+    notices: list = field(default_factory=list)      # what the worker noticed (one line each)
+    refused: str | None = None                       # why the run was refused, if it was
+    static_warnings: list = field(default_factory=list)   # static_checks findings, as dicts
+
+    def system_json(self) -> dict:
+        """The JSON's `system` object: the machine and the run's own notes."""
+        return {**self.machine, "notices": self.notices, "refused": self.refused, "wall_s": self.wall_s}
 
 
 def geomean_us(results: list[CaseResult]) -> float | None:
