@@ -30,6 +30,7 @@ import torch  # noqa: E402
 
 import reference  # noqa: E402
 import submission  # noqa: E402
+from arena import timing  # noqa: E402
 from arena.formats import dequantize  # noqa: E402
 
 TESTS = [(128, 256, 256, 1), (128, 1536, 7168, 1), (128, 3072, 1536, 1), (256, 7168, 256, 1),
@@ -39,7 +40,7 @@ BENCH = [(128, 7168, 16384, 1), (128, 4096, 7168, 1), (128, 7168, 2048, 1)]
 BIG = (2304, 4608, 7168, 1)
 ROBUST = [(128, 256, 256, 1, "quantized"), (256, 512, 1024, 1, "quantized"), (128, 384, 512, 1, "allcodes"),
           (256, 256, 256, 2, "official"), (128, 512, 768, 3, "quantized"), (384, 256, 256, 1, "allcodes")]
-SLEEP_CYCLES = 200_000  # ~100 us at 1.98 GHz
+SPIN_US = 100  # the GPU waits this long before each timed call, so host-side launch cost stays out
 IRREGULAR = [(200, 320, 384, 2, "official"), (64, 96, 256, 1, "official"), (130, 1000, 1152, 1, "official"),
              (1, 8, 128, 1, "official"), (128, 7168, 2048, 1, "allcodes")]
 
@@ -103,36 +104,24 @@ def run_checks(quick):
     return rows
 
 
-def make_flush():
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    return torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
-
-
-def bench(fn, reps, flush_buf, warmup=3):
+def bench(fn, reps, warmup=3):
+    """Median µs of `reps` calls, each with a cold L2 and the GPU kept busy ahead of the host (the
+    evaluator's per-call method: arena.timing.time_calls_gpu)."""
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush_buf.zero_()
-        torch.cuda._sleep(SLEEP_CYCLES)  # keep the GPU busy so host-side launch cost stays out of the timing
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))  # us
+    _, times_ns = timing.time_calls_gpu(lambda _: fn(), [None] * reps, spin_us=SPIN_US)
+    return statistics.median(times_ns) / 1e3
 
 
-def bf16_peak(flush_buf):
+def bf16_peak():
     n = 8192
     x = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     y = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    t = bench(lambda: torch.matmul(x, y), 20, flush_buf)
+    t = bench(lambda: torch.matmul(x, y), 20)
     return 2 * n ** 3 / (t * 1e-6) / 1e12  # TFLOP/s
 
 
-def time_shape(m, n, k, l, reps, flush_buf, peak):
+def time_shape(m, n, k, l, reps, peak):
     sets = [reference.generate_input(m, n, k, l, 42 + j) for j in range(2)]
     idx = [0]
 
@@ -141,7 +130,7 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
         idx[0] += 1
         submission.custom_kernel(d)
 
-    t_ours = bench(ours, reps, flush_buf)
+    t_ours = bench(ours, reps)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(100):
@@ -151,7 +140,7 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
     a, b, sfa, sfb = sets[0][:4]
     a16 = dequantize(a[:, :, 0], sfa[:, :, 0], torch.bfloat16)
     b16 = dequantize(b[:, :, 0], sfb[:, :, 0], torch.bfloat16)
-    t_cublas = bench(lambda x=a16, y=b16: torch.matmul(x, y.T), reps, flush_buf)
+    t_cublas = bench(lambda x=a16, y=b16: torch.matmul(x, y.T), reps)
     del a16, b16
 
     def naive():
@@ -159,7 +148,7 @@ def time_shape(m, n, k, l, reps, flush_buf, peak):
         y = dequantize(b[:, :, 0], sfb[:, :, 0], torch.bfloat16)
         return torch.matmul(x, y.T)
 
-    t_naive = bench(naive, max(3, reps // 10), flush_buf, warmup=1)
+    t_naive = bench(naive, max(3, reps // 10), warmup=1)
     floor = 2 * m * n * k * l / (peak * 1e12) * 1e6
     return t_ours, t_cublas, t_naive, floor, t_b2b
 
@@ -177,10 +166,10 @@ def build_probe(mode, mb=None):
                        cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
-def time_probe(mod, m, n, k, l, reps, flush_buf, mb=0):
+def time_probe(mod, m, n, k, l, reps, mb=0):
     a, b, _, _, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 7)
     ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb), reps, flush_buf)
+    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb), reps)
 
 
 def check_mb(mod, mb, shapes):
@@ -217,8 +206,7 @@ def main():
 
     check_rows = [] if args.no_checks else run_checks(args.quick)
 
-    flush_buf = make_flush()
-    peak = bf16_peak(flush_buf)
+    peak = bf16_peak()
     print(f"bf16 peak (8192^3 torch.matmul, median of 20): {peak:.0f} TFLOP/s", flush=True)
     shapes = BENCH + [BIG]
     if args.quick:
@@ -226,7 +214,7 @@ def main():
     results = []
     for (m, n, k, l) in shapes:
         try:
-            r = time_shape(m, n, k, l, args.reps, flush_buf, peak)
+            r = time_shape(m, n, k, l, args.reps, peak)
         except Exception:
             traceback.print_exc()
             continue
@@ -241,7 +229,7 @@ def main():
         for mb in (1, 2):
             check_mb(mod, mb, small)
             for (m, n, k, l) in BENCH + [BIG]:
-                probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf, mb)))
+                probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, mb)))
                 print(probe_rows[-1], flush=True)
     if args.probes:
         specs = args.probes.split(",")   # MODE or MODE:MB
@@ -256,7 +244,7 @@ def main():
                 mod = build_probe(mode, mb)
                 print(f"probe {mode} built in {time.time() - t0:.0f} s", flush=True)
                 for (m, n, k, l) in BENCH + [BIG]:
-                    probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, flush_buf, mb or 0)))
+                    probe_rows.append((what, f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, mb or 0)))
                     print(probe_rows[-1], flush=True)
 
             except Exception as e:
