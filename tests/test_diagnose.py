@@ -61,6 +61,8 @@ FIRES = [
     ("layout_permuted_contiguous", SQUARE, "permuted_contiguous", ".contiguous()"),
     ("layout_plain_as_blocked", SQUARE, "plain_as_blocked", "plain [MN, K/16] scales read as if"),
     ("layout_blocked_as_plain", SQUARE, "blocked_as_plain", "read as if they were plain"),
+    ("layout_view_k_order", SQUARE, "view_rm_r4_r32__c4_kt", "K as (position in K tile (k%4), K tile (k/4))"),
+    ("layout_view_rows_order", SQUARE, "view_r32_r4_rm__kt_c4", "rows as (row in group (r%32)"),
     ("layout_rows_plain_last_tile", dict(m=384, n=256, k=512, l=1, seed=7), "rows_plain_partial",
      "but only for the last row tile (rows 256-383) of A and the last row tile (rows 128-255) of B"),
     ("last_ktile_missing", SQUARE, "k_missing_384_512", "last K tile missing"),
@@ -111,6 +113,7 @@ def test_a_nibble_swap_in_part_of_one_operand_names_the_rows():
 # ---- honest submissions stay quiet --------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", [os.path.join(BROKEN, "honest_blocked.py"), os.path.join(BROKEN, "nibble_swap_both.py"),
+                                  os.path.join(BROKEN, "honest_view.py"),
                                   os.path.join(ROOT, "submissions", "torch_reference.py")])
 @pytest.mark.parametrize("args", [SQUARE, dict(m=384, n=128, k=768, l=2, seed=9)])
 def test_honest_submissions_pass_and_get_no_diagnosis(path, args):
@@ -319,3 +322,17 @@ def test_diagnose_mode_on_another_task_gives_the_anatomy_only():
     text = " ".join(stdout.split())
     assert "structured probes exist for the nvfp4_gemm contract only" in text
     assert "diagnosis: 4 of 128 elements are wrong (in every 32nd row (row % 32 == 0); max abs error 8)." in text
+
+
+def test_generated_readers_cover_the_hand_listed_layout_bugs_and_start_from_the_true_layout():
+    """The generator (arena/diagnose/readers.py) reproduces the correct blocked offsets with its default
+    reader, and among its misreadings are the hand-listed ones it can express (all but a wrong K-tile stride)."""
+    from arena.diagnose import readers
+    from arena.diagnose.hypotheses import _blocked_offsets
+    mn, sk = 384, 40
+    rows = torch.arange(mn)
+    assert torch.equal(readers.Reader("right", "").offsets(rows, sk, mn), _blocked_offsets(mn, sk, "cpu"))
+    generated = [r.offsets(rows, sk, mn) for r in readers.all_readers()]
+    for kind in ("rows_plain", "inner_transposed", "kgroup_swapped", "tile_order"):
+        assert any(torch.equal(g, _blocked_offsets(mn, sk, "cpu", kind)) for g in generated), kind
+    assert not any(torch.equal(g, _blocked_offsets(mn, sk, "cpu", "ktile_stride")) for g in generated)

@@ -15,6 +15,7 @@ from arena.checking import mismatch_mask
 from arena.formats import BLOCK_SIZE, E2M1_VALUES, as_bytes, decode_e4m3, unpack_codes
 from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
 from arena.diagnose.common import ATOL, RTOL, SAMPLE_ELEMENTS, fmt, index_pattern, work_dtype
+from arena.diagnose.readers import all_readers, distinct_readers
 
 # ---- the nvfp4_gemm contract ---------------------------------------------------------------------------
 
@@ -147,17 +148,22 @@ class _Sample:
 
     def scaled(self, sa_full, sb_full, blocks=None) -> torch.Tensor:
         """sum_j sa[r, j] sb[c, j] U[j, r, c] on the sample, NaN where a scale is unknown."""
-        blocks = self.blocks if blocks is None else blocks
-        sa = sa_full[self.rows.to(sa_full.device)].to(self.device, self.dtype)
-        sb = sb_full[self.cols.to(sb_full.device)].to(self.device, self.dtype)
-        weighted = blocks * sa.T.unsqueeze(2)           # elementwise beats einsum here (2-7x on the CPU)
-        weighted.mul_(sb.T.unsqueeze(1))
-        return weighted.sum(0)
+        return scaled_blocks(self.blocks if blocks is None else blocks,
+                             sa_full[self.rows.to(sa_full.device)].to(self.device, self.dtype),
+                             sb_full[self.cols.to(sb_full.device)].to(self.device, self.dtype))
+
 
     def per_block(self) -> torch.Tensor:
         sa = self.sfa[self.rows.to(self.sfa.device)].to(self.device)
         sb = self.sfb[self.cols.to(self.sfb.device)].to(self.device)
         return self.blocks * sa.T.unsqueeze(2) * sb.T.unsqueeze(1)
+
+
+def scaled_blocks(blocks: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+    """sum_j sa[r, j] sb[c, j] blocks[j, r, c], with sa [R, J] and sb [C, J] the scales of those rows."""
+    weighted = blocks * sa.T.unsqueeze(2)           # elementwise beats einsum here (2-7x on the CPU)
+    weighted.mul_(sb.T.unsqueeze(1))
+    return weighted.sum(0)
 
 
 class _no_tf32:
@@ -298,8 +304,56 @@ def gemm_hypotheses(data, output: torch.Tensor, expected: torch.Tensor, rtol: fl
             scored(f"{kind}_b", f"{text}, for SFB only{how}", h_b)
             partial(kind, text, h_a, h_b, h_ab, how)
     _k_hypotheses(sample, scored)
+    _generated_layouts(sample, pa, pb, o, wrong, scored, rtol, atol)
     matches.sort(key=lambda x: (-(x.agree * min(1.0, x.known * 4)), -x.explained))
     return matches, notes
+
+
+SCREEN = 32          # sampled rows and columns every generated layout reader is screened on
+FULLY_SCORED = 4     # how many of the best screened readers are then scored on the whole sample
+BLOCKED_READERS = ("correct", "rows_plain", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order")
+
+
+def _generated_layouts(sample: _Sample, pa, pb, o, wrong, scored, rtol, atol):
+    """Every generated misreading of the blocked scale layout (arena/diagnose/readers.py) that reads
+    differently from the correct layout and the hand-listed bugs: screened on a corner of the sample (the
+    rows and columns with the most wrong elements), the best scored like the others, for SFA and SFB
+    together and each alone."""
+    rows_a, rows_b = sample.rows.to(sample.device), sample.cols.to(sample.device)
+    known = [(_blocked_offsets(sample.m, sample.j, sample.device, kind)[rows_a],
+              _blocked_offsets(sample.n, sample.j, sample.device, kind)[rows_b]) for kind in BLOCKED_READERS]
+    candidates = distinct_readers(all_readers(), rows_a, rows_b, ((sample.m, sample.j), (sample.n, sample.j)), known)
+    buf_a, buf_b = _batch_blocked_bytes(pa, sample.batch), _batch_blocked_bytes(pb, sample.batch)
+    sa, sb = sample.sfa[rows_a.to(sample.sfa.device)], sample.sfb[rows_b.to(sample.sfb.device)]
+    ri = torch.argsort(wrong.sum(1), descending=True, stable=True)[:SCREEN].to(sample.device)
+    ci = torch.argsort(wrong.sum(0), descending=True, stable=True)[:SCREEN].to(sample.device)
+    blocks = sample.blocks[:, ri][:, :, ci]
+    o_s = o[ri.to(o.device)][:, ci.to(o.device)]
+
+    def agree(h):
+        known_here = ~torch.isnan(h)
+        ok = ~mismatch_mask(o_s, h.to(o_s.dtype), rtol, atol) & known_here
+        return float(ok.sum()) / max(1, int(known_here.sum())) * min(1.0, 4 * float(known_here.float().mean()))
+
+    screened = []
+    for reader, off_a, off_b in candidates:
+        wa = _gather(buf_a, off_a[ri], sample.dtype).to(sample.device)
+        wb = _gather(buf_b, off_b[ci], sample.dtype).to(sample.device)
+        for which, (xa, xb) in (("", (wa, wb)), ("_a", (wa, sb[ci])), ("_b", (sa[ri], wb))):
+            screened.append((agree(scaled_blocks(blocks, xa, xb)), reader, which, off_a, off_b))
+    screened.sort(key=lambda x: -x[0])
+    for _, reader, which, off_a, off_b in screened[:FULLY_SCORED]:
+        for fill, how in ((float("nan"), ""), (0.0, " (reads past the end of the scale buffer returning zeros, "
+                                                     "as a TMA load does)")):
+            wa = _gather(buf_a, off_a, sample.dtype, fill).to(sample.device) if which != "_b" else sa
+            wb = _gather(buf_b, off_b, sample.dtype, fill).to(sample.device) if which != "_a" else sb
+            scored(reader.key + which + ("_zero_fill" if fill == 0.0 else ""),
+                   reader.text + {"": ", for both SFA and SFB", "_a": ", for SFA only", "_b": ", for SFB only"}[which]
+                   + how, scaled_blocks(sample.blocks, wa, wb))
+            outside = (which != "_b" and bool((off_a >= buf_a.numel()).any())) or \
+                (which != "_a" and bool((off_b >= buf_b.numel()).any()))
+            if not outside:
+                break                   # nothing out of bounds: the zero-fill variant is the same
 
 
 def _row_flags(yes: torch.Tensor, no: torch.Tensor, sampled: torch.Tensor) -> torch.Tensor:

@@ -26,6 +26,7 @@ ADVICE = {
     "blocked_as_plain": "the permuted tensors hold the 128x4 blocked layout: byte "
                         "((r/128)*(K/64) + k/4)*512 + (r%32)*16 + ((r%128)/32)*4 + k%4.",
 }
+GENERATED_LAYOUT_KEYS = ("view_", "nest_", "swap_")     # arena/diagnose/readers.py
 LAYOUT_ADVICE = ("the blocked byte for (row r, K-block k) is ((r/128)*(K/64) + k/4)*512 + (r%32)*16 + "
                  "((r%128)/32)*4 + k%4.")
 
@@ -35,7 +36,7 @@ def _advice(key: str) -> str:
     base = key[:-2] if key.endswith(("_a", "_b")) and key[:-2] in LAYOUT_BUGS else key
     if base in ADVICE:
         return ADVICE[base]
-    if base in LAYOUT_BUGS:
+    if base in LAYOUT_BUGS or base.startswith(GENERATED_LAYOUT_KEYS):
         return LAYOUT_ADVICE
     if base.startswith("k_missing"):
         return "check the K loop bounds (and split-K reduction): that K range never reached the accumulator."
