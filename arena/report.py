@@ -288,8 +288,8 @@ def echo_integrity(results: list[CaseResult], static: list, isolation: dict | No
 
 # ---- eval.py diagnose ---------------------------------------------------------------------------------
 
-def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool = False):
-    """One case of `eval.py diagnose`: each probe with its lines, then the count."""
+def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool = False, diagnosis: str = ""):
+    """One case of `eval.py diagnose`: each probe with its lines, the count, and the probe that explains it."""
     console.print(f"[bold]diagnose[/bold] {spec}")
     if not_gemm:
         console.print("[dim]structured probes exist for the nvfp4_gemm contract only; this task gets the random "
@@ -303,6 +303,8 @@ def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool
     passed = sum(r.ok for r in results)
     colour = "green" if passed == len(results) else "red"
     console.print(f"[{colour}]{passed} of {len(results)} probes passed[/{colour}]")
+    if diagnosis:
+        console.print(f"diagnosis: {diagnosis}", markup=False, highlight=False)
 
 
 
@@ -314,4 +316,5 @@ def render_diagnose_report(console, results, reports):
         if not probes:
             console.print(f"[red]✘ {r.spec}: {r.error}[/red]")
             continue
-        render_probes(console, r.spec, probes, not_gemm=len(probes) == 1)
+        render_probes(console, r.spec, probes, not_gemm=not any(p.name.startswith("all ones") for p in probes),
+                      diagnosis=r.diagnosis)

@@ -45,6 +45,8 @@ ROWS = [
     ("tests/broken/only_last_ktile.py", "m: 128; n: 256; k: 1024; l: 1; seed: 4", "only the last K tile", True),
     ("tests/broken/transposed.py", SQUARE, "transposed", True),
     ("tests/broken/wrong_batch.py", "m: 128; n: 256; k: 256; l: 2; seed: 5", "holding the result of batch 0", True),
+    ("tests/broken/layout_view_k_order.py", "m: 512; n: 1536; k: 7168; l: 1; seed: 1111",
+     "K as (position in K tile (k%4), K tile (k/4))", False),
     ("tests/broken/fp16_accumulate.py", SQUARE, "fp16 accumulator", True),
     ("tests/broken/tail_unwritten.py", "m: 128; n: 384; k: 256; l: 1; seed: 6", "still hold the pre-filled c", True),
     ("tests/broken/zeros.py", SQUARE, "all zeros", True),
@@ -57,10 +59,13 @@ ROWS = [
     ("tests/broken/layout_ktile_stride.py", "m: 128; n: 7168; k: 16384; l: 1; seed: 1111",
      "wrong stride between K tiles", False),
     ("tests/broken/last_ktile_missing.py", "m: 128; n: 7168; k: 16384; l: 1; seed: 1111", "last K tile missing", False),
+    ("tests/broken/layout_view_k_order.py", "m: 512; n: 1536; k: 7168; l: 1; seed: 1111",
+     "K as (position in K tile (k%4), K tile (k/4))", False),
     ("tests/broken/fp16_accumulate.py", "m: 128; n: 3072; k: 1536; l: 1; seed: 1111", "fp16 accumulator", False),
 ]
 DIAGNOSE_ROWS = [
-    ("submissions/torch_reference.py", "5 of 5 probes passed"),
+    ("submissions/torch_reference.py", "6 of 6 probes passed"),
+    ("tests/broken/race_fixup.py", "on identical inputs differ"),
     ("tests/broken/layout_rows_plain.py", "the mapping is exactly that of the 32-row and 4-row-group roles swapped"),
     ("tests/broken/nibble_swap_a.py", "exactly one operand takes the HIGH nibble"),
     ("tests/broken/gemv_row_stripe.py", "in every 32nd row (row % 32 == 0)"),      # runs with --task nvfp4_gemv

@@ -232,7 +232,7 @@ def probes(name):
 
 def test_probes_pass_for_an_honest_kernel():
     results = probes("honest_blocked")
-    assert set(results) == {"all ones", "nibble order", "SFA map", "SFB map", "random case"}
+    assert set(results) == {"all ones", "nibble order", "SFA map", "SFB map", "random case", "repeat"}
     assert all(p.ok for p in results.values())
 
 
@@ -303,13 +303,14 @@ def test_diagnose_mode_prints_the_scale_mapping():
     assert "SFA map" in stdout and "SFB map" in stdout
     assert "the mapping is exactly that of the K tile (group of 4 scales)" in stdout
     assert "layout bugs with exactly this mapping: kgroup_swapped" in stdout
+    assert "structured probes exist for the nvfp4_gemm contract only" not in " ".join(stdout.split())
     assert "kernel applied scale of" in stdout
 
 
 def test_diagnose_mode_passes_an_honest_submission_and_refuses_popcorn():
     code, stdout, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"))
     assert code == 0, stderr + stdout
-    assert "5 of 5 probes passed" in stdout
+    assert "6 of 6 probes passed" in stdout
     code, _, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"),
                                  popcorn=True)
     assert code == 2 and "no POPCORN_FD protocol" in stderr
@@ -336,3 +337,14 @@ def test_generated_readers_cover_the_hand_listed_layout_bugs_and_start_from_the_
     for kind in ("rows_plain", "inner_transposed", "kgroup_swapped", "tile_order"):
         assert any(torch.equal(g, _blocked_offsets(mn, sk, "cpu", kind)) for g in generated), kind
     assert not any(torch.equal(g, _blocked_offsets(mn, sk, "cpu", "ktile_stride")) for g in generated)
+
+
+def test_a_race_is_named_by_the_repeat_probe_and_put_first():
+    """Identical inputs, different bits from call to call: the repeat probe names a race and the tiles."""
+    repeat = probes("race_fixup")["repeat"]
+    assert not repeat.ok and "on identical inputs differ" in repeat.headline and "a race" in repeat.headline
+    assert repeat.lines and repeat.lines[0].startswith("differing tiles: batch 0, rows ")
+    code, stdout, stderr, _ = eval_py("diagnose", "--submission", os.path.join(BROKEN, "race_fixup.py"))
+    assert code == 112, stderr
+    text = " ".join(stdout.split())
+    assert "diagnosis: repeat (3 calls, identical inputs): call 1 and call" in text, text[-1500:]

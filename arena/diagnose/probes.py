@@ -8,7 +8,7 @@ import torch
 
 from arena.formats import BLOCK_SIZE, decode_e4m3
 from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
-from arena.diagnose.common import fmt
+from arena.diagnose.common import TILE, as_3d, fmt
 from arena.diagnose.anatomy import anatomy
 from arena.diagnose.hypotheses import LAYOUT_BUGS, is_gemm_contract, misread_scales
 from arena.diagnose.verdict import explain_failure
@@ -275,6 +275,50 @@ def probe_random(call, reference, args: dict, regenerate) -> ProbeResult:
     return ProbeResult(name, False, headline, [f"diagnosis: {found.summary}"] + found.evidence)
 
 
+REPEAT_CALLS = 3             # identical calls compared bit for bit: a race rarely shows in every call
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """t as integers of its width, so that NaNs and -0.0 compare by their bits."""
+    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def _differing_tiles(a: torch.Tensor, b: torch.Tensor) -> list[str]:
+    """The 128x128 output tiles (batch, tile row, tile col) where two outputs differ in bits, at most 6."""
+    diff = _bits(a) != _bits(b)
+    if diff.dim() < 2:
+        return [f"elements {', '.join(str(int(i)) for i in torch.nonzero(diff.flatten())[:6].flatten())}"]
+    grid = as_3d(diff).float()
+    rows, cols, batches = grid.shape
+    tiles = torch.nn.functional.max_pool2d(grid.permute(2, 0, 1).unsqueeze(1), TILE, ceil_mode=True).squeeze(1)
+    found = torch.nonzero(tiles)[:6].tolist()
+    return [f"batch {bt}, rows {tr * TILE}-{min(rows, (tr + 1) * TILE) - 1}, cols {tc * TILE}-{min(cols, (tc + 1) * TILE) - 1}"
+            for bt, tr, tc in found]
+
+
+def probe_repeat(call, regenerate) -> ProbeResult:
+    """The same inputs (and the same pre-filled output) REPEAT_CALLS times: the results must agree bit for bit."""
+    from arena.nested import clone_data, tensors_in
+    name = f"repeat ({REPEAT_CALLS} calls, identical inputs)"
+    data = regenerate()
+    outputs = []
+    for _ in range(REPEAT_CALLS):
+        try:
+            outputs.append([t.detach().clone() for _, t in tensors_in(call(clone_data(data)), "output")])
+        except ProbeFailure as failure:
+            return ProbeResult(name, False, f"the submission failed: {failure}")
+    for number, later in enumerate(outputs[1:], 2):
+        for first, other in zip(outputs[0], later):
+            if first.shape != other.shape or not torch.equal(_bits(first), _bits(other)):
+                where = _differing_tiles(first, other) if first.shape == other.shape else [
+                    f"shape {tuple(first.shape)} then {tuple(other.shape)}"]
+                count = int((_bits(first) != _bits(other)).sum()) if first.shape == other.shape else first.numel()
+                return ProbeResult(name, False, f"call 1 and call {number} on identical inputs differ in {count} "
+                                   "elements: a race (a missing barrier or fence, or partial sums reduced in a "
+                                   "varying order)", ["differing tiles: " + "; ".join(where)])
+    return ProbeResult(name, True, "every call gave the same bits")
+
+
 def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
     """Every probe for one case shape; GEMM probes only for the nvfp4_gemm contract."""
     regenerate = lambda: reference.generate_input(**args)     # noqa: E731
@@ -287,6 +331,7 @@ def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
         results.append(probe_scale_map(call, "A", m, n, k, l, device))
         results.append(probe_scale_map(call, "B", m, n, k, l, device))
     results.append(probe_random(call, reference, args, regenerate))
+    results.append(probe_repeat(call, regenerate))
     return results
 
 
@@ -314,7 +359,8 @@ def diagnose_case(evaluator, index: int, case):
         result.error = f"the probes could not run: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         return result, []
     result.passed = all(p.ok for p in probes)
-    failing = [p for p in probes if not p.ok]
+    # a race explains every other probe's failure (each saw one random outcome): it is named first
+    failing = sorted((p for p in probes if not p.ok), key=lambda p: not p.name.startswith("repeat"))
     if failing:
         result.error = f"{len(failing)} of {len(probes)} probes failed"
         result.diagnosis = f"{failing[0].name}: {failing[0].headline}"
