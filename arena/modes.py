@@ -40,6 +40,12 @@ def data_bytes(data) -> int:
     return sum(t.untyped_storage().nbytes() for _, t in tensors_in(data))
 
 
+# Said with an untouched output on a GPU: the worker's launch check found no CUDA error pending after the call
+# (a launch that failed, e.g. no kernel image for this GPU, is named as such before this point).
+UNTOUCHED_CAUSES = ("; the kernel never ran, or wrote elsewhere, although CUDA reported no launch error: an empty "
+                    "grid, an early return, or the result written to another tensor")
+
+
 class Evaluator:
     """Runs cases of one task against one submission, replacing the worker whenever it breaks."""
 
@@ -62,7 +68,7 @@ class Evaluator:
             if path:
                 where = "" if len(labels) == 1 else f", {label}"
                 problem = f"custom_kernel returned the input c unchanged ({path} still holds its pre-filled " \
-                          f"values{where})"
+                          f"values{where}){UNTOUCHED_CAUSES if self.device == 'cuda' else ''}"
         return snaps, problem
 
     def call_once(self, data):

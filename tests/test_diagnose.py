@@ -348,3 +348,16 @@ def test_a_race_is_named_by_the_repeat_probe_and_put_first():
     assert code == 112, stderr
     text = " ".join(stdout.split())
     assert "diagnosis: repeat (3 calls, identical inputs): call 1 and call" in text, text[-1500:]
+
+
+@pytest.mark.gpu
+def test_a_kernel_built_for_another_gpu_is_named_not_reported_as_an_untouched_output():
+    """A raw <<<>>> launch of a kernel built for sm_100a only, on a GPU that is not sm_100: the launch fails
+    silently and c keeps its values; the run names the missing kernel image instead of a wrong result."""
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] == 10:
+        pytest.skip("needs a GPU that is not sm_100")
+    run = run_eval("test", "--submission", os.path.join(BROKEN, "wrong_arch_kernel.py"), json_report=True, timeout=600)
+    assert run.code == 112, run.stderr[-2000:]
+    first = run.doc["cases"][0]
+    assert "no kernel image for this GPU" in first["error"], first["error"]
+    assert "unchanged" not in first["error"]
