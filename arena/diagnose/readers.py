@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
+from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div
 
 SIZES = {"r32": 32, "r4": 4, "c4": 4}                 # rm and kt take the tile counts RM and RK
 ROW_ORDER = ("rm", "r4", "r32")                      # r = rm * 128 + r4 * 32 + r32 (outermost first)
@@ -124,7 +124,3 @@ def distinct_readers(readers: list[Reader], rows_a: torch.Tensor, rows_b: torch.
 
 def _fingerprint(off_a: torch.Tensor, off_b: torch.Tensor) -> tuple:
     return (off_a.shape, off_b.shape, off_a.cpu().numpy().tobytes(), off_b.cpu().numpy().tobytes())
-
-
-def batch_bytes(mn: int, sk: int) -> int:
-    return ceil_div(mn, ROWS_PER_TILE) * ceil_div(sk, COLS_PER_TILE) * TILE_BYTES
