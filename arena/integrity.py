@@ -256,6 +256,11 @@ def same_bits(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(_bits(a), _bits(b))
 
 
+def differing_elements(a, b):
+    """For two tensors of one shape and dtype: per element, whether their bits differ (NaN and -0.0 included)."""
+    return (_bits(a) != _bits(b)).reshape(*a.shape, max(1, a.element_size())).any(-1)
+
+
 class OutputAudit:
     """Checks on the outputs of one evaluator run that the reference comparison cannot see.
 

@@ -240,3 +240,14 @@ def test_every_guarded_name_resolves():
     assert missing == []
     for module in integrity.DEEP_MODULES:
         importlib.import_module(module)
+
+
+def test_differing_elements_compares_bits_per_element():
+    import torch
+    from arena.integrity import differing_elements
+    a = torch.tensor([[1.0, float("nan")], [-0.0, 2.0]], dtype=torch.float16)
+    b = a.clone()
+    assert not differing_elements(a, b).any()                 # NaN equals itself by bits
+    b[1, 0] = 0.0                                             # -0.0 -> +0.0: equal as values, not as bits
+    b[1, 1] = 3.0
+    assert differing_elements(a, b).tolist() == [[False, False], [True, True]]

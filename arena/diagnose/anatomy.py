@@ -93,7 +93,7 @@ def anatomy(output: torch.Tensor, expected: torch.Tensor, prefilled: torch.Tenso
     return an
 
 
-def _tile_counts(mask: torch.Tensor, th: int, tw: int) -> torch.Tensor:
+def tile_counts(mask: torch.Tensor, th: int, tw: int) -> torch.Tensor:
     """Per (th x tw) cell and batch, how many elements of a [M, N, L] mask are set (on the CPU)."""
     m, n, l = mask.shape
     rows, cols = ceil_div(m, th), ceil_div(n, tw)
@@ -108,11 +108,11 @@ def _tile_map(bad, o64, e64, untouched):
     tr, tc = ceil_div(m, TILE), ceil_div(n, TILE)
     gr, gc = ceil_div(tr, MAP_HEIGHT), ceil_div(tc, MAP_WIDTH)      # tiles per character
     th, tw = TILE * gr, TILE * gc
-    wrong = _tile_counts(bad, th, tw)
-    total = _tile_counts(torch.ones_like(bad), th, tw)
-    nonfinite = _tile_counts(~torch.isfinite(o64) & torch.isfinite(e64), th, tw)
-    zero = _tile_counts((o64 == 0) & (e64 != 0), th, tw)
-    kept = _tile_counts(untouched, th, tw) if untouched is not None else torch.zeros_like(wrong)
+    wrong = tile_counts(bad, th, tw)
+    total = tile_counts(torch.ones_like(bad), th, tw)
+    nonfinite = tile_counts(~torch.isfinite(o64) & torch.isfinite(e64), th, tw)
+    zero = tile_counts((o64 == 0) & (e64 != 0), th, tw)
+    kept = tile_counts(untouched, th, tw) if untouched is not None else torch.zeros_like(wrong)
     lines, untouched_tiles, shown = [], [], 0
     unit = f"{th}x{tw}"
     for b in range(l):

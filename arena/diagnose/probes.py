@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 import torch
 
 from arena.formats import BLOCK_SIZE, decode_e4m3
+from arena.integrity import differing_elements
 from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
 from arena.diagnose.common import TILE, as_3d, fmt
-from arena.diagnose.anatomy import anatomy
+from arena.diagnose.anatomy import anatomy, tile_counts
 from arena.diagnose.hypotheses import LAYOUT_BUGS, is_gemm_contract, misread_scales
 from arena.diagnose.verdict import explain_failure
 
@@ -278,22 +279,15 @@ def probe_random(call, reference, args: dict, regenerate) -> ProbeResult:
 REPEAT_CALLS = 3             # identical calls compared bit for bit: a race rarely shows in every call
 
 
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    """t as integers of its width, so that NaNs and -0.0 compare by their bits."""
-    return t.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-def _differing_tiles(a: torch.Tensor, b: torch.Tensor) -> list[str]:
-    """The 128x128 output tiles (batch, tile row, tile col) where two outputs differ in bits, at most 6."""
-    diff = _bits(a) != _bits(b)
+def _differing_tiles(diff: torch.Tensor) -> list[str]:
+    """The 128x128 output tiles (batch, tile row, tile col) holding set elements of a difference mask, at most 6."""
     if diff.dim() < 2:
         return [f"elements {', '.join(str(int(i)) for i in torch.nonzero(diff.flatten())[:6].flatten())}"]
-    grid = as_3d(diff).float()
-    rows, cols, batches = grid.shape
-    tiles = torch.nn.functional.max_pool2d(grid.permute(2, 0, 1).unsqueeze(1), TILE, ceil_mode=True).squeeze(1)
-    found = torch.nonzero(tiles)[:6].tolist()
+    grid = as_3d(diff)
+    rows, cols, _ = grid.shape
+    found = torch.nonzero(tile_counts(grid, TILE, TILE))[:6].tolist()
     return [f"batch {bt}, rows {tr * TILE}-{min(rows, (tr + 1) * TILE) - 1}, cols {tc * TILE}-{min(cols, (tc + 1) * TILE) - 1}"
-            for bt, tr, tc in found]
+            for tr, tc, bt in found]
 
 
 def probe_repeat(call, regenerate) -> ProbeResult:
@@ -309,13 +303,14 @@ def probe_repeat(call, regenerate) -> ProbeResult:
             return ProbeResult(name, False, f"the submission failed: {failure}")
     for number, later in enumerate(outputs[1:], 2):
         for first, other in zip(outputs[0], later):
-            if first.shape != other.shape or not torch.equal(_bits(first), _bits(other)):
-                where = _differing_tiles(first, other) if first.shape == other.shape else [
-                    f"shape {tuple(first.shape)} then {tuple(other.shape)}"]
-                count = int((_bits(first) != _bits(other)).sum()) if first.shape == other.shape else first.numel()
-                return ProbeResult(name, False, f"call 1 and call {number} on identical inputs differ in {count} "
-                                   "elements: a race (a missing barrier or fence, or partial sums reduced in a "
-                                   "varying order)", ["differing tiles: " + "; ".join(where)])
+            if (first.shape, first.dtype) != (other.shape, other.dtype):
+                return ProbeResult(name, False, f"call 1 and call {number} on identical inputs returned "
+                                   f"{tuple(first.shape)} {first.dtype}, then {tuple(other.shape)} {other.dtype}")
+            diff = differing_elements(first, other)
+            if bool(diff.any()):
+                return ProbeResult(name, False, f"call 1 and call {number} on identical inputs differ in "
+                                   f"{int(diff.sum())} elements: a race (a missing barrier or fence, or partial "
+                                   "sums reduced in a varying order)", ["differing tiles: " + "; ".join(_differing_tiles(diff))])
     return ProbeResult(name, True, "every call gave the same bits")
 
 

@@ -25,6 +25,7 @@ SIZES = {"r32": 32, "r4": 4, "c4": 4}                 # rm and kt take the tile 
 ROW_ORDER = ("rm", "r4", "r32")                      # r = rm * 128 + r4 * 32 + r32 (outermost first)
 K_ORDER = ("kt", "c4")                               # j = kt * 4 + c4
 MEMORY_ORDER = ("rm", "kt", "r32", "r4", "c4")       # the blocked layout's nesting, outermost first
+KEY_PREFIXES = ("view_", "nest_", "swap_")          # the three kinds of reader, as their keys begin
 NAMES = {"rm": "row tile (r/128)", "r4": "32-row group ((r%128)/32)", "r32": "row in group (r%32)",
          "kt": "K tile (k/4)", "c4": "position in K tile (k%4)"}
 
@@ -85,16 +86,16 @@ def all_readers() -> list[Reader]:
             continue
         parts = [f"rows as ({_names(rows)})" if rows != ROW_ORDER else "",
                  f"K as ({_names(ks)})" if ks != K_ORDER else ""]
-        readers.append(Reader(f"view_{'_'.join(rows)}__{'_'.join(ks)}",
+        readers.append(Reader(f"{KEY_PREFIXES[0]}{'_'.join(rows)}__{'_'.join(ks)}",
                               "the 6-D permuted scale view put back in the wrong axis order: "
                               f"{' and '.join(p for p in parts if p)}, outermost first", row_order=rows, k_order=ks))
     for order in itertools.permutations(MEMORY_ORDER):
         if order != MEMORY_ORDER:
-            readers.append(Reader(f"nest_{'_'.join(order)}", f"the blocked scale layout nested in memory as "
+            readers.append(Reader(f"{KEY_PREFIXES[1]}{'_'.join(order)}", f"the blocked scale layout nested in memory as "
                                   f"({_names(order)}) instead of ({_names(MEMORY_ORDER)})", memory=order))
     for assign in itertools.permutations(MEMORY_ORDER):
         if assign != MEMORY_ORDER:
-            readers.append(Reader(f"swap_{'_'.join(assign)}", _swap_text(assign), assign=assign))
+            readers.append(Reader(f"{KEY_PREFIXES[2]}{'_'.join(assign)}", _swap_text(assign), assign=assign))
     readers.sort(key=lambda r: _mistakes(r))
     return readers
 

@@ -9,6 +9,7 @@ import torch
 from arena.checking import ReferenceCheck
 from arena.diagnose.common import ATOL, EXACT, NEAR, RTOL, Diagnosis, fmt
 from arena.diagnose.anatomy import Anatomy, anatomy
+from arena.diagnose.readers import KEY_PREFIXES
 from arena.diagnose.hypotheses import LAYOUT_BUGS, Match, gemm_hypotheses, is_gemm_contract, low_precision_check
 
 # ---- putting it together ---------------------------------------------------------------------------
@@ -26,7 +27,6 @@ ADVICE = {
     "blocked_as_plain": "the permuted tensors hold the 128x4 blocked layout: byte "
                         "((r/128)*(K/64) + k/4)*512 + (r%32)*16 + ((r%128)/32)*4 + k%4.",
 }
-GENERATED_LAYOUT_KEYS = ("view_", "nest_", "swap_")     # arena/diagnose/readers.py
 LAYOUT_ADVICE = ("the blocked byte for (row r, K-block k) is ((r/128)*(K/64) + k/4)*512 + (r%32)*16 + "
                  "((r%128)/32)*4 + k%4.")
 
@@ -36,7 +36,7 @@ def _advice(key: str) -> str:
     base = key[:-2] if key.endswith(("_a", "_b")) and key[:-2] in LAYOUT_BUGS else key
     if base in ADVICE:
         return ADVICE[base]
-    if base in LAYOUT_BUGS or base.startswith(GENERATED_LAYOUT_KEYS):
+    if base in LAYOUT_BUGS or base.startswith(KEY_PREFIXES):
         return LAYOUT_ADVICE
     if base.startswith("k_missing"):
         return "check the K loop bounds (and split-K reduction): that K range never reached the accumulator."
