@@ -361,3 +361,11 @@ def test_a_kernel_built_for_another_gpu_is_named_not_reported_as_an_untouched_ou
     first = run.doc["cases"][0]
     assert "no kernel image for this GPU" in first["error"], first["error"]
     assert "unchanged" not in first["error"]
+
+
+def test_the_repeat_probe_names_a_change_of_dtype_in_one_line():
+    outputs = iter([torch.zeros(4, dtype=torch.float16), torch.zeros(4, dtype=torch.float32),
+                    torch.zeros(4, dtype=torch.float16)])
+    found = D.probes.probe_repeat(lambda data: next(outputs), lambda: (torch.ones(1),))
+    assert not found.ok and "\n" not in found.headline
+    assert "returned (4,) torch.float16, then (4,) torch.float32" in found.headline
