@@ -42,8 +42,15 @@ def data_bytes(data) -> int:
 
 # Said with an untouched output on a GPU: the worker's launch check found no CUDA error pending after the call
 # (a launch that failed, e.g. no kernel image for this GPU, is named as such before this point).
+UNCHANGED = "custom_kernel returned the input c unchanged"
 UNTOUCHED_CAUSES = ("; the kernel never ran, or wrote elsewhere, although CUDA reported no launch error: an empty "
                     "grid, an early return, or the result written to another tensor")
+
+
+def _some_groups_unchanged(problem: str, output) -> bool:
+    """A group GEMM with whole groups left unwritten: the diagnosis says which groups and why (one output
+    tensor left unchanged needs no more words than the error)."""
+    return problem.startswith(UNCHANGED) and isinstance(output, (list, tuple))
 
 
 class Evaluator:
@@ -67,7 +74,7 @@ class Evaluator:
             path = None if problem else integrity.unchanged_input(data, snap)
             if path:
                 where = "" if len(labels) == 1 else f", {label}"
-                problem = f"custom_kernel returned the input c unchanged ({path} still holds its pre-filled " \
+                problem = f"{UNCHANGED} ({path} still holds its pre-filled " \
                           f"values{where}){UNTOUCHED_CAUSES if self.device == 'cuda' else ''}"
         return snaps, problem
 
@@ -157,7 +164,7 @@ class Evaluator:
                 result.passed, result.error, result.details = self._check(data, output)
             if result.passed:
                 result.message, result.error = result.error, ""
-            elif not problem:
+            elif not problem or _some_groups_unchanged(problem, output):
                 self._diagnose(result, data, output, lambda: self.generate(case.args))
             self._late_writes(result)
         except WorkerFailure as failure:
@@ -177,6 +184,8 @@ class Evaluator:
             good, error, details = (False, problem, []) if problem else self._check(data, output)
             if not good and problem:
                 result.error = f"failed the correctness check before timing: {error}"
+                if _some_groups_unchanged(problem, output):
+                    self._diagnose(result, data, output, lambda: self.generate(case.args))
                 return result
             if not good:
                 result.error, result.details = f"failed the correctness check before timing: {error}", details

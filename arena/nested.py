@@ -19,6 +19,24 @@ def clone_data(data):
     return map_leaves(data, lambda x: x.clone() if isinstance(x, torch.Tensor) else x)
 
 
+def copy_storages(data):
+    """Deep copy in which every tensor keeps its memory layout: each distinct storage is copied once, whole,
+    and each view rebuilt on the copy with its offset and strides (so views that shared memory still do, and
+    memory past a view's end, such as the guard rows of `eval.py diagnose`, travels with it)."""
+    import torch
+    copies = {}
+
+    def copy(x):
+        if not isinstance(x, torch.Tensor):
+            return x
+        storage = x.untyped_storage()
+        key = (str(x.device), storage.data_ptr(), storage.nbytes())
+        if key not in copies:
+            copies[key] = storage.clone()
+        return torch.empty(0, dtype=x.dtype, device=x.device).set_(copies[key], x.storage_offset(), x.shape, x.stride())
+    return map_leaves(data, copy)
+
+
 def tensors_in(data, path: str = "data"):
     """(path, tensor) for every tensor in nested tuples/lists/dicts, the path written as Python indexing."""
     import torch

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from arena import channel, sandbox, tensorwire
-from arena.nested import clone_data
+from arena.nested import copy_storages
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
 
@@ -144,9 +144,9 @@ class Worker:
                 self._pool = torch.cuda.MemPool()
             if self._pool is not None:
                 with torch.cuda.use_mem_pool(self._pool):
-                    sent = clone_data(inputs)
+                    sent = copy_storages(inputs)
             else:
-                sent = clone_data(inputs)
+                sent = copy_storages(inputs)
             torch.cuda.synchronize()
             body, fds = tensorwire.encode(sent)
             return body, fds, sent

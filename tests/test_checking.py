@@ -56,7 +56,7 @@ def _task_copy(tmp_path, tolerance: str):
 
 
 def test_the_tolerance_lives_in_task_yml_and_the_check_and_the_diagnosis_read_it(tmp_path, monkeypatch):
-    from arena.diagnose import verdict
+    from arena.diagnose import explain
     from arena.taskdef import load_task
     _task_copy(tmp_path, '{"rtol": 0.5, "atol": 0.25}')
     task = load_task(tmp_path)
@@ -68,8 +68,8 @@ def test_the_tolerance_lives_in_task_yml_and_the_check_and_the_diagnosis_read_it
     expected = reference.ref_kernel(tuple(t.clone() for t in data))
     assert reference.check_implementation(data, (expected.float() * 1.3).half()) == (True, "")
     seen = {}
-    monkeypatch.setattr(verdict, "diagnose", lambda *args: seen.update(rtol=args[-2], atol=args[-1]))
-    verdict.explain_failure(reference, data, expected * 3)
+    monkeypatch.setattr(explain, "diagnose", lambda *args: seen.update(rtol=args[-2], atol=args[-1]))
+    explain.explain_failure(reference, data, expected * 3)
     assert seen == {"rtol": 0.5, "atol": 0.25}
 
 

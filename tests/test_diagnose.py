@@ -321,7 +321,7 @@ def test_diagnose_mode_on_another_task_gives_the_anatomy_only():
                                       "--submission", os.path.join(BROKEN, "gemv_row_stripe.py"))
     assert code == 112, stderr + stdout
     text = " ".join(stdout.split())
-    assert "structured probes exist for the nvfp4_gemm contract only" in text
+    assert "structured GEMM probes exist for the nvfp4_gemm contract only" in text
     assert "diagnosis: 4 of 128 elements are wrong (in every 32nd row (row % 32 == 0); max abs error 8)." in text
 
 

@@ -12,7 +12,8 @@ from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
 from arena.diagnose.common import TILE, as_3d, fmt
 from arena.diagnose.anatomy import anatomy, tile_counts
 from arena.diagnose.hypotheses import LAYOUT_BUGS, is_gemm_contract, misread_scales
-from arena.diagnose.verdict import explain_failure
+from arena.diagnose.groups import is_group_contract
+from arena.diagnose.explain import explain_failure
 
 # ---- probes: structured inputs through the real worker ------------------------------------------------
 
@@ -314,8 +315,58 @@ def probe_repeat(call, regenerate) -> ProbeResult:
     return ProbeResult(name, True, "every call gave the same bits")
 
 
+GUARD_ROWS = 192             # rows after each group's c: more than a whole 128-row tile past any M
+GUARD_BITS = 0x7E5A          # an fp16 NaN with a payload no arithmetic produces
+
+
+def _guarded(c: torch.Tensor) -> torch.Tensor:
+    """A copy of c [M, N, 1] with its official strides, as the first M rows of a buffer whose next
+    GUARD_ROWS rows hold GUARD_BITS."""
+    m, n, l = c.shape
+    buffer = torch.full(((m + GUARD_ROWS) * n * l,), GUARD_BITS, dtype=torch.int16, device=c.device)
+    view = buffer.view(c.dtype).as_strided(c.shape, c.stride())
+    view.copy_(c)
+    return view
+
+
+def probe_group_bounds(call, regenerate) -> ProbeResult:
+    """Each group's c is followed in memory by guard rows: a kernel that stores whole 128-row tiles past an
+    irregular M (an unmasked epilogue) overwrites them. The competition's harness cannot see this (the
+    writes land in whatever memory follows c); here they are caught."""
+    name = f"rows past each group's M (each c followed by {GUARD_ROWS} guard rows)"
+    data = regenerate()
+    abc = [(a, b, _guarded(c)) for a, b, c in data[0]]
+    guarded = (abc, *data[1:])
+    try:
+        outputs = call(guarded)
+    except ProbeFailure as failure:
+        return ProbeResult(name, False, f"the submission failed: {failure}")
+    written, unseen = [], []
+    for i, ((_, _, c), size) in enumerate(zip(abc, data[3])):
+        out = outputs[i] if isinstance(outputs, (list, tuple)) and i < len(outputs) else None
+        m, n, l = c.shape
+        if not isinstance(out, torch.Tensor) or out.untyped_storage().nbytes() < (m + GUARD_ROWS) * n * l * 2:
+            unseen.append(i)        # a new tensor, not the c it was given: its guard cannot be read
+            continue
+        memory = torch.empty(0, dtype=torch.int16, device=out.device).set_(out.untyped_storage())
+        rows = torch.nonzero((memory[m * n * l:] != GUARD_BITS).reshape(GUARD_ROWS, n * l).any(dim=1)).flatten()
+        if rows.numel():
+            first, last = m + int(rows[0]), m + int(rows[-1])
+            written.append(f"group {i} (M = {size[0]}): rows {first}-{last} written past the end of c "
+                           f"({last - m + 1} rows; c ends at row {m - 1})")
+    note = [f"group(s) {', '.join(map(str, unseen))} returned a new tensor instead of their c: not checked"] if unseen else []
+    if written:
+        return ProbeResult(name, False, f"{len(written)} of {len(abc)} groups write rows past their M: an unmasked "
+                           "store of the last 128-row tile (mask rows at M); on the competition's GPU these writes "
+                           "land in whatever memory follows c", written + note)
+    if len(unseen) == len(abc):
+        return ProbeResult(name, True, "not checked: no group returned the c it was given", note)
+    return ProbeResult(name, True, "no row past any group's M was written", note)
+
+
 def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
-    """Every probe for one case shape; GEMM probes only for the nvfp4_gemm contract."""
+    """Every probe for one case shape; GEMM probes only for the nvfp4_gemm contract, the guard rows for
+    group GEMM."""
     regenerate = lambda: reference.generate_input(**args)     # noqa: E731
     sample = regenerate()
     results = []
@@ -326,6 +377,8 @@ def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
         results.append(probe_scale_map(call, "A", m, n, k, l, device))
         results.append(probe_scale_map(call, "B", m, n, k, l, device))
     results.append(probe_random(call, reference, args, regenerate))
+    if is_group_contract(sample):
+        results.append(probe_group_bounds(call, regenerate))
     results.append(probe_repeat(call, regenerate))
     return results
 
@@ -358,7 +411,9 @@ def diagnose_case(evaluator, index: int, case):
     failing = sorted((p for p in probes if not p.ok), key=lambda p: not p.name.startswith("repeat"))
     if failing:
         result.error = f"{len(failing)} of {len(probes)} probes failed"
-        result.diagnosis = f"{failing[0].name}: {failing[0].headline}"
+        explained = next((line.removeprefix("diagnosis: ") for line in failing[0].lines
+                          if line.startswith("diagnosis: ")), failing[0].headline)
+        result.diagnosis = f"{failing[0].name}: {explained}"
     for p in probes:
         result.evidence += [f"{'ok' if p.ok else 'FAILED'} {p.name}: {p.headline}"] + [f"  {x}" for x in p.lines]
     return result, [dict(p.__dict__) for p in probes]

@@ -1,12 +1,9 @@
 """Putting it together: the anatomy and the hypotheses become one or two plain sentences with advice
-(`diagnose`), and `explain_failure` is what the test and benchmark paths call after a failed check."""
+(`diagnose`), for any task whose output is one tensor; the hypotheses for the nvfp4_gemm contract."""
 from __future__ import annotations
-
-import time
 
 import torch
 
-from arena.checking import ReferenceCheck
 from arena.diagnose.common import ATOL, EXACT, NEAR, RTOL, Diagnosis, fmt
 from arena.diagnose.anatomy import Anatomy, anatomy
 from arena.diagnose.readers import KEY_PREFIXES
@@ -143,50 +140,3 @@ def _judge(matches: list[Match], an: Anatomy):
         return (f"The output nearly matches ({100 * best.agree:.1f}% of elements) a kernel with {best.text}. "
                 f"Fix: {_advice(best.key)}", best.key, near[:3])
     return None
-
-
-def _expected_from(reference, data, fresh):
-    """The reference output for `data` (recomputed on a clone of the pristine inputs when we have them)."""
-    from arena.nested import clone_data
-    if fresh is not None and is_gemm_contract(data) and isinstance(fresh[6], torch.Tensor) \
-            and not torch.equal(data[6], fresh[6]):
-        return data[6]          # the reference wrote its result into the parent's c during the check
-    return reference.ref_kernel(clone_data(fresh if fresh is not None else data))
-
-
-def _same_tensor(x, y) -> bool:
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-        return True
-    if x.dtype != y.dtype or x.shape != y.shape:
-        return False
-    if x.element_size() == 1:
-        return torch.equal(x.view(torch.uint8), y.view(torch.uint8))
-    return torch.equal(x, y)
-
-
-def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | None:
-    """The hook for a failed check: never raises; a failure of the diagnostics becomes one line. The tolerance
-    is the one the task's check used (task.yml), else the common default."""
-    started = time.perf_counter()
-    check = getattr(reference, "check_implementation", None)
-    rtol, atol = (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (RTOL, ATOL)
-    try:
-        if not isinstance(output, torch.Tensor):
-            return None
-        fresh = None
-        if regenerate is not None:
-            fresh = regenerate()
-            same = isinstance(fresh, (tuple, list)) and len(fresh) == len(data) and all(
-                _same_tensor(x, y) for x, y in zip(fresh[:-1], data[:-1]))
-            fresh = fresh if same else None
-        expected = _expected_from(reference, data, fresh)
-        if not isinstance(expected, torch.Tensor) or expected.shape != output.shape:
-            return None
-        prefilled = fresh[-1] if fresh is not None and isinstance(fresh[-1], torch.Tensor) else None
-        found = diagnose(data, output, expected, prefilled, rtol, atol)
-        if found is not None:
-            found.evidence.append(f"(diagnosis took {time.perf_counter() - started:.1f} s)")
-        return found
-    except Exception as error:      # the diagnosis must never cost the user their results
-        return Diagnosis(f"(no diagnosis: the diagnostics failed: {type(error).__name__}: "
-                         f"{str(error).splitlines()[0] if str(error) else ''})", [], None)
