@@ -63,17 +63,43 @@ ROWS = [
      "K as (position in K tile (k%4), K tile (k/4))", False),
     ("tests/broken/fp16_accumulate.py", "m: 128; n: 3072; k: 1536; l: 1; seed: 1111", "fp16 accumulator", False),
 ]
+GROUP_TASK = "tasks/nvfp4_group_gemm"
+GROUP_BENCH = ("m: [80, 176, 128, 72, 64, 248, 96, 160]; n: [4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096]; "
+               "k: [7168, 7168, 7168, 7168, 7168, 7168, 7168, 7168]; g: 8; seed: 1111")
+GROUP_TAILS = "m: [200, 72, 128]; n: [256, 128, 384]; k: [256, 512, 256]; g: 3; seed: 7"
+GROUP_SAME = "m: [128, 96, 64, 128]; n: [256, 256, 256, 256]; k: [256, 256, 256, 256]; g: 4; seed: 5"
+ROWS += [   # group GEMM (run with --task tasks/nvfp4_group_gemm)
+    ("tasks/nvfp4_group_gemm/torch_submission.py", GROUP_TAILS, PASS, True),
+    ("tests/broken/group_honest_blocked.py", GROUP_SAME, PASS, True),
+    ("tests/broken/group_exchanged.py", GROUP_SAME, "group 0 holds group 1's result", True),
+    ("tests/broken/group_wrong_a.py", GROUP_SAME, "group 2 multiplies group 3's A", True),
+    ("tests/broken/group_tail_unwritten.py", GROUP_TAILS, "group 0 (200x256x256): rows 128-199", True),
+    ("tests/broken/group_layout_last.py", GROUP_SAME, "group 3 (128x256x256); groups 0, 1, 2 are right", True),
+    ("tests/broken/group_exchanged.py", GROUP_BENCH, "group 7 holds group 0's result", False),
+    ("tests/broken/group_layout_last.py", GROUP_BENCH, "group 7 (160x4096x7168); groups 0, 1, 2, 3, 4, 5, 6 are right", False),
+]
 DIAGNOSE_ROWS = [
     ("submissions/torch_reference.py", "6 of 6 probes passed"),
     ("tests/broken/race_fixup.py", "on identical inputs differ"),
     ("tests/broken/layout_rows_plain.py", "the mapping is exactly that of the 32-row and 4-row-group roles swapped"),
     ("tests/broken/nibble_swap_a.py", "exactly one operand takes the HIGH nibble"),
     ("tests/broken/gemv_row_stripe.py", "in every 32nd row (row % 32 == 0)"),      # runs with --task nvfp4_gemv
+    ("tests/broken/group_rows_beyond_m.py", "group 0 (M = 96): rows 96-127 written past the end of c"),   # group task
+    ("tasks/nvfp4_group_gemm/torch_submission.py", "no row past any group's M was written"),
 ]
 
 
+def task_of(submission: str) -> list[str]:
+    if "gemv" in submission:
+        return ["--task", "tasks/nvfp4_gemv"]
+    if os.path.basename(submission).startswith("group_") or GROUP_TASK in submission:
+        return ["--task", GROUP_TASK]
+    return []
+
+
 def run_test_row(submission: str, spec: str, expected: str, timeout: float) -> tuple[bool, str, float]:
-    run = run_eval("test", spec_file(spec + "\n"), "--submission", submission, json_report=True, timeout=timeout)
+    run = run_eval("test", spec_file(spec + "\n"), "--submission", submission, *task_of(submission), json_report=True,
+                   timeout=timeout)
     seconds = run.seconds
     if run.doc is None:
         tail = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -91,8 +117,8 @@ def run_test_row(submission: str, spec: str, expected: str, timeout: float) -> t
 
 
 def run_diagnose_row(submission: str, expected: str, timeout: float) -> tuple[bool, str, float]:
-    task = ["--task", "tasks/nvfp4_gemv"] if "gemv" in submission else []
-    run = run_eval("diagnose", "--submission", submission, *task, timeout=timeout, env={"COLUMNS": "400"})
+    run = run_eval("diagnose", "--submission", submission, *task_of(submission), timeout=timeout,
+                   env={"COLUMNS": "400"})
     seconds = run.seconds
     text = " ".join(run.stdout.split())
     if expected in text:
