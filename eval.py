@@ -48,6 +48,12 @@ case_options = with_options(      # every verb that runs cases of a task
                      "the submission is killed (its first case includes any JIT compile)."),
         click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
                      "(needed to rank when the evaluator is not root; never for untrusted code)."),
+        click.option("--quiet", "-q", is_flag=True, help="No live progress on stderr."),
+        click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
+                     help="Also write a self-contained HTML report (verdicts, diagnoses, error heatmaps, timing "
+                     "pictures) to this file."),
+        click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+                     help="Also write the report's pictures as PNG files into this folder."),
 )
 
 timing_options = with_options(    # the verbs that time
@@ -117,7 +123,7 @@ def compile_command(submission, task_dir, archs, expect):
 
 
 def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
-             max_runs=None, max_time=None, timing_method=None):
+             quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None):
     """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.evaluation import run_mode
     from arena.specs import SpecError, apply_secret_seed, parse_spec_text
@@ -165,10 +171,16 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
         elif not specfile and not only:
             indexed = indexed[:1]         # other tasks: their first test case
     from arena import static_checks
+    from arena.progress import Progress
     static = static_checks.scan(submission)
+    for path, what in ((report_path, "report"), (plots_dir, "plots folder")):
+        parent = os.path.dirname(os.path.abspath(path)) if path else ""
+        if path and not os.path.isdir(parent):
+            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
-                                          sandboxed=not no_sandbox, timing_method=timing_method)
+                                          sandboxed=not no_sandbox, timing_method=timing_method,
+                                          progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir))
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
     except sandbox.Terminated as stop:
@@ -190,7 +202,22 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
         report.render(_console(), mode, results, info, reports)
     if json_path:
         report.write_json(json_path, mode, task.name, submission, results, info, reports)
+    _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir)
     sys.exit(EXIT_OK if all(r.passed for r in results) and not info.refused else EXIT_FAILED)
+
+
+def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir):
+    """--report and --plots: a failure to write one is one line on stderr; the results stand."""
+    from arena import html_report
+    try:
+        if report_path:
+            html_report.write_report(report_path, mode, task_name, submission, results, info)
+            click.echo(f"report: {report_path}", err=True)
+        if plots_dir:
+            written = html_report.write_plots(plots_dir, results)
+            click.echo(f"plots: {len(written)} PNG files in {plots_dir}", err=True)
+    except OSError as error:
+        click.echo(f"error: cannot write the report or plots: {error}", err=True)
 
 
 def _console():

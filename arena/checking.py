@@ -84,6 +84,7 @@ class CheckResult:
     problem: str = ""                   # the output breaks the contract: type, dtype, shape, device, group count
     mismatches: list[str] = field(default_factory=list)    # "Number of mismatched elements: N", "ERROR AT ..."
     group: int | None = None            # the group that mismatched (group GEMM)
+    expected: object = field(default=None, repr=False)     # the reference's output (the report's pictures)
 
     def competition_message(self) -> str:
         """The competition's one message for this result ("" when it passed)."""
@@ -100,17 +101,17 @@ def compare(data, output, reference, rtol: float, atol: float) -> CheckResult:
     if isinstance(expected, (list, tuple)):
         problem = group_contract_problem(output, expected)
         if problem:
-            return CheckResult(False, problem)
+            return CheckResult(False, problem, expected=expected)
         for i, (out, want) in enumerate(zip(output, expected)):
             reasons = verbose_allclose(out, want, rtol=rtol, atol=atol)
             if reasons:
-                return CheckResult(False, mismatches=reasons, group=i)
-        return CheckResult(True)
+                return CheckResult(False, mismatches=reasons, group=i, expected=expected)
+        return CheckResult(True, expected=expected)
     problem = contract_problem(output, expected)
     if problem:
-        return CheckResult(False, problem)
+        return CheckResult(False, problem, expected=expected)
     reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
-    return CheckResult(not reasons, mismatches=reasons)
+    return CheckResult(not reasons, mismatches=reasons, expected=expected)
 
 
 def match_reference(data, output, reference, rtol=1e-05, atol=1e-08) -> tuple[bool, str]:

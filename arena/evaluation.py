@@ -9,33 +9,47 @@ import sys
 import time
 
 from arena import sandbox
+from arena.progress import Silent
 
 
 def notice(message: str):
     print(message, file=sys.stderr)
 
 
+def _one_line(result) -> str:
+    """A finished case in a few words for the progress line."""
+    if not result.passed:
+        return (result.diagnosis or result.error or "failed")[:120]
+    if result.stats:
+        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} samples"
+    return ""
+
+
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
-             timing_method=None):
+             timing_method=None, progress=None, figures=False):
     sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
     hardening = sandbox.harden_parent(sandboxed)
     if popcorn_fd is not None:
         os.set_inheritable(int(popcorn_fd), False)
     clock = time.perf_counter()
+    if progress is not None:
+        progress.starting(submission)
     # The worker starts now and imports torch while we do: only our code runs there until the hello
     # names the submission (worker.start() below), after everything the parent will ever run is imported.
     from arena.spawn import spawn_worker
     early = spawn_worker(os.path.abspath(submission), sandboxed)
     try:
         return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
-                    hardening, early, clock)
+                    hardening, early, clock, progress or Silent(), figures)
     finally:
+        if progress is not None:
+            progress.close()
         sandbox.end_all()                   # every descendant, before any result is written
 
 
 def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
-         early, clock):
+         early, clock, progress, figures):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import CaseResult, RunInfo
@@ -44,7 +58,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
 
     # Everything the parent will ever run is imported (and rendered once) before the submission is: a
     # module loaded later could be one the submission rewrote.
-    from arena import diagnose, report  # noqa: F401
+    from arena import diagnose, figures, html_report, report  # noqa: F401
     report.warm_up(mode)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
@@ -63,7 +77,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
                     sandboxed=sandboxed, spawned=early)
-    evaluator = Evaluator(reference, worker, device, limits)
+    evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
     try:
@@ -77,6 +91,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
         for index, case in indexed:
             case_clock = time.perf_counter()
+            progress.case(index, case.spec, len(indexed), "generating inputs")
             if import_error:
                 results.append(CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
                                           details=[import_error.traceback] if import_error.traceback else []))
@@ -93,6 +108,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             else:
                 results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
+            progress.finished(index, results[-1].passed, _one_line(results[-1]))
             if ranked and not results[-1].passed:
                 break               # as the competition: a ranked run stops at the first failure
         evaluator.finish()                  # late writes to outputs already checked

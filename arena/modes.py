@@ -15,6 +15,7 @@ import torch
 
 from arena import gpustate, integrity, sandbox, timing
 from arena.checking import ReferenceCheck
+from arena.progress import Silent
 from arena.nested import tensors_in
 from arena.results import CaseResult
 from arena.runner import Reply, Worker, WorkerFailure
@@ -47,6 +48,21 @@ UNTOUCHED_CAUSES = ("; the kernel never ran, or wrote elsewhere, although CUDA r
                     "grid, an early return, or the result written to another tensor")
 
 
+def _error_figures(reference, output, expected, regenerate) -> list:
+    """The heatmaps of a wrong output (arena/figures.py), with the pristine pre-filled c when it can be remade."""
+    from arena import figures
+    check = reference.check_implementation
+    rtol, atol = (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (1e-3, 1e-3)
+    fresh = regenerate() if regenerate is not None else None
+    prefilled, labels = None, None
+    if isinstance(output, (list, tuple)) and fresh is not None:
+        prefilled = [abc[2] for abc in fresh[0]]
+        labels = [f"group {i} ({m}x{n}x{k})" for i, (m, n, k, _) in enumerate(fresh[3])]
+    elif isinstance(fresh, (tuple, list)) and isinstance(fresh[-1], torch.Tensor):
+        prefilled = fresh[-1]
+    return figures.error_figures(output, expected, prefilled, rtol, atol, labels)
+
+
 def _some_groups_unchanged(problem: str, output) -> bool:
     """A group GEMM with whole groups left unwritten: the diagnosis says which groups and why (one output
     tensor left unchanged needs no more words than the error)."""
@@ -56,8 +72,11 @@ def _some_groups_unchanged(problem: str, output) -> bool:
 class Evaluator:
     """Runs cases of one task against one submission, replacing the worker whenever it breaks."""
 
-    def __init__(self, reference, worker: Worker, device: str, limits: Limits):
+    def __init__(self, reference, worker: Worker, device: str, limits: Limits, progress=None, figures: bool = False):
         self.reference = reference
+        self.progress = progress or Silent()
+        self.figures = figures                    # keep pictures of wrong outputs and the timed samples
+        self._expected = None                     # the reference's output at the last check
         self.worker = worker
         self.device = device
         self.limits = limits
@@ -135,17 +154,25 @@ class Evaluator:
             good, message = check(data, output)
             return good, " ".join(str(message).split()), []
         result = check.compare(data, output)
+        self._expected = result.expected
         if result.passed or result.problem:
             return result.passed, result.problem, []
         where = f"group {result.group}: " if result.group is not None else ""
         return False, f"wrong result: {where}{result.mismatches[0]}", result.mismatches[1:]
 
     def _diagnose(self, result: CaseResult, data, output, regenerate=None):
-        """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN)."""
+        """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN), and
+        with --report/--plots its pictures."""
         from arena.diagnose import explain_failure
+        self.progress.stage("diagnosing the wrong output")
         found = explain_failure(self.reference, data, output, regenerate)
         if found is not None:
             result.diagnosis, result.evidence = found.summary, found.evidence
+        if self.figures and self._expected is not None:
+            try:
+                result.figures = _error_figures(self.reference, output, self._expected, regenerate)
+            except Exception as error:      # pictures must never cost the user their results
+                result.warnings.append(f"no error pictures: {type(error).__name__}: {error}")
 
     def generate(self, args: dict, seed_offset: int = 0):
         args = dict(args)
@@ -157,10 +184,12 @@ class Evaluator:
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
             data = self.generate(case.args)
+            self.progress.stage("running custom_kernel")
             output, problem = self._run_once(data, "the call", result)
             if problem:
                 result.error = problem
             else:
+                self.progress.stage("checking against the reference")
                 result.passed, result.error, result.details = self._check(data, output)
             if result.passed:
                 result.message, result.error = result.error, ""
@@ -180,7 +209,10 @@ class Evaluator:
         try:
             # Warm-up and the obligatory correctness check, on the case's own seed.
             data = self.generate(case.args)
+            self.progress.stage("running the correctness call")
             output, problem = self._run_once(data, "the correctness call", result)
+            if not problem:
+                self.progress.stage("checking against the reference")
             good, error, details = (False, problem, []) if problem else self._check(data, output)
             if not good and problem:
                 result.error = f"failed the correctness check before timing: {error}"
@@ -199,6 +231,7 @@ class Evaluator:
             samples, calls, started, batches = [], 0, time.perf_counter(), []
             spent = {"generate": 0.0, "worker": 0.0, "check": 0.0}     # where the case's wall time went (s)
             readings = [self.gpu.read()] if self.gpu else []
+            self.progress.timing(0, None, None)
             while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
                 # Competition: one request is one sample of N distinct inputs, each fresh (a cached result
                 # cannot be replayed); per-call: one request holds several one-call samples.
@@ -217,6 +250,8 @@ class Evaluator:
                                         f"for {size} timed calls", replace=True)
                 samples += times
                 batches.append((size, reply.elapsed_ns))
+                running = timing.summarize(samples)
+                self.progress.timing(len(samples), running.mean, running.err)
                 if self.gpu:
                     readings.append(self.gpu.read())
                 mark = time.perf_counter()
@@ -250,6 +285,7 @@ class Evaluator:
                 return result
             result.wall = timing.summarize(wall.fields["wall_ns"]) if wall.fields.get("wall_ns") else None
             result.stats = timing.summarize(samples)
+            result.samples_ns = list(samples) if self.figures else []
             result.passed = True
             result.timing["harness_s"] = {"timing_loop": round(time.perf_counter() - started, 3),
                                           **{k: round(v, 3) for k, v in spent.items()}}

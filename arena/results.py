@@ -24,9 +24,12 @@ class CaseResult:
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)
     timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
+    # For --report / --plots only, never in the JSON: the pictures of a wrong output and the timed samples
+    figures: list = field(default_factory=list)      # arena.figures.ErrorFigure per batch or wrong group
+    samples_ns: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall")}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("stats", "wall", "figures", "samples_ns")}
         d["stats"] = self.stats.as_dict() if self.stats else None
         d["wall"] = self.wall.as_dict() if self.wall else None
         return d

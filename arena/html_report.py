@@ -1,0 +1,161 @@
+"""`--report FILE.html`: one self-contained HTML file (pictures inlined as data URIs, no script or style from
+the network) with, per case, the verdict, the diagnosis, and pictures: the timed samples' distribution and the
+share of the speed of light for a timed case; the error heatmap beside the reference's magnitude for a wrong
+output. `--plots DIR` writes the same pictures as PNG files."""
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+
+from arena import figures
+from arena.results import CaseResult, RunInfo, geomean_us
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin: 0 0 6px 0; }
+.meta { color: #666; font-size: 13px; }
+.verdict { font-size: 18px; font-weight: 600; margin: 12px 0; }
+.case { border: 1px solid #ddd; border-radius: 6px; padding: 12px 16px; margin: 14px 0; }
+.pass { border-left: 6px solid #2a9d55; } .fail { border-left: 6px solid #d33; }
+.mark-pass { color: #2a9d55; } .mark-fail { color: #d33; }
+.diagnosis { background: #fff6e0; padding: 8px 10px; border-radius: 4px; margin: 8px 0; }
+pre { background: #f6f6f6; padding: 8px; font-size: 12px; overflow-x: auto; white-space: pre-wrap; }
+figure { display: inline-block; margin: 6px 18px 6px 0; vertical-align: top; }
+figcaption { font-size: 12px; color: #555; max-width: 520px; }
+img { image-rendering: pixelated; border: 1px solid #ccc; }
+.legend span { display: inline-block; width: 12px; height: 12px; border: 1px solid #999; margin: 0 4px 0 12px;
+               vertical-align: middle; }
+table.stats td { padding: 1px 10px 1px 0; font-size: 13px; }
+"""
+
+# Counts the pictures the browser decoded: a report test reads these attributes from the rendered page.
+SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  document.body.setAttribute('data-images', imgs.length);
+  document.body.setAttribute('data-images-decoded', ok);
+});
+"""
+
+
+def _img(data: bytes, alt: str, kind: str) -> str:
+    return (f'<img class="{kind}" alt="{html.escape(alt)}" '
+            f'src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+
+
+def _rgb(colour) -> str:
+    return "rgb({},{},{})".format(*colour)
+
+
+def _legend() -> str:
+    items = "".join(f'<span style="background:{_rgb(c)}"></span>{html.escape(name)}'
+                    for name, c in figures.LEGEND.items())
+    ramp = ", ".join(_rgb(c) for c in figures.HEAT)
+    return (f'<div class="legend">{items}<span style="width:60px;background:linear-gradient(to right,{ramp})">'
+            '</span>wrong: |out − ref|, log scale, small → largest</div>')
+
+
+def _timing_html(r: CaseResult) -> str:
+    if not r.stats:
+        return ""
+    s = r.stats
+    rows = [("mean ± err", f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f} µs"), ("best", f"{s.best / 1e3:.3f} µs"),
+            ("median", f"{s.median / 1e3:.3f} µs"), ("worst", f"{s.worst / 1e3:.3f} µs"), ("samples", str(s.runs)),
+            ("method", html.escape(str(r.timing.get("method", ""))) +
+             (f", {r.timing.get('calls_per_sample')} calls per sample" if r.timing.get("calls_per_sample", 1) > 1 else ""))]
+    out = '<table class="stats">' + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows) + "</table>"
+    if r.samples_ns:
+        lo, hi = min(r.samples_ns) / 1e3, max(r.samples_ns) / 1e3
+        out += (f'<figure>{_img(figures.samples_histogram(r.samples_ns), "timed samples", "samples")}'
+                f"<figcaption>distribution of the {len(r.samples_ns)} timed samples, {lo:.3f} µs (left edge) to "
+                f"{hi:.3f} µs (right edge); the red line is the mean</figcaption></figure>")
+    if r.sol_us:
+        share = 100.0 * r.sol_us / (s.mean / 1e3)
+        out += (f'<figure>{_img(figures.sol_bar(s.mean / 1e3, r.sol_us), "speed of light", "sol")}'
+                f"<figcaption>{share:.1f}% of the speed of light ({r.sol_us:g} µs on a B200, from task.yml)"
+                "</figcaption></figure>")
+    return out
+
+
+def _error_html(r: CaseResult) -> str:
+    if not r.figures:
+        return ""
+    parts = [_legend()]
+    for f in r.figures:
+        rows, cols = f.shape[0], f.shape[1]
+        parts.append(
+            f'<div class="errors"><h3 style="font-size:14px;margin:8px 0 2px">{html.escape(f.label)}: {f.wrong} wrong '
+            f"of {rows * cols} elements, largest error {f.max_error:.4g}</h3>"
+            f'<figure>{_img(f.error_png, "error heatmap " + f.label, "heatmap")}<figcaption>|out − ref| per element, '
+            f"{rows} rows (down) × {cols} columns (across), at most 512 × 512 cells (a cell shows its worst element)"
+            f'</figcaption></figure><figure>{_img(f.reference_png, "reference magnitude " + f.label, "magnitude")}'
+            "<figcaption>|ref|, the reference's magnitude (dark = large), same grid</figcaption></figure></div>")
+    return "".join(parts)
+
+
+def _case_html(r: CaseResult) -> str:
+    state = "pass" if r.passed else "fail"
+    head = (f'<h2><span class="mark-{state}">{"✔ pass" if r.passed else "✘ FAIL"}</span> case {r.index}: '
+            f"{html.escape(r.spec)}</h2>")
+    body = []
+    if r.error:
+        body.append(f"<div><b>error:</b> {html.escape(r.error)}</div>")
+    if r.diagnosis:
+        body.append(f'<div class="diagnosis"><b>diagnosis:</b> {html.escape(r.diagnosis)}</div>')
+    if r.evidence:
+        body.append("<pre>" + html.escape("\n".join(str(x) for x in r.evidence)) + "</pre>")
+    body.append(_timing_html(r))
+    body.append(_error_html(r))
+    if r.warnings:
+        body.append("<div><b>warnings:</b><ul>" + "".join(f"<li>{html.escape(str(w))}</li>" for w in r.warnings)
+                    + "</ul></div>")
+    return f'<section class="case {state}" id="case-{r.index}">{head}{"".join(body)}</section>'
+
+
+def render_html(mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo) -> str:
+    machine = info.machine
+    where = machine.get("gpu") or "CPU only"
+    passed = sum(r.passed for r in results)
+    verdict = f"{passed} of {len(results)} cases passed"
+    if mode in ("benchmark", "leaderboard"):
+        geo = geomean_us(results)
+        verdict += f"; geometric mean {geo:.3f} µs" if geo else ""
+    header = (f"<h1>nvfp4-arena {html.escape(mode)}: {html.escape(os.path.basename(submission))}</h1>"
+              f'<div class="meta">task {html.escape(task)} · {html.escape(str(where))} · torch '
+              f"{html.escape(str(machine.get('torch')))} · Python {html.escape(str(machine.get('python')))}</div>"
+              f'<div class="verdict" id="verdict">{html.escape(verdict)}</div>')
+    if info.refused:
+        header += f"<div><b>refused:</b> {html.escape(info.refused)}</div>"
+    cases = "".join(_case_html(r) for r in results)
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>nvfp4-arena {html.escape(mode)}</title>'
+            f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>{header}{cases}</body></html>")
+
+
+def write_report(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_html(mode, task, submission, results, info))
+
+
+def write_plots(folder: str, results: list[CaseResult]) -> list[str]:
+    """The report's pictures as PNG files in `folder`; the paths written."""
+    os.makedirs(folder, exist_ok=True)
+    written = []
+
+    def save(name: str, data: bytes):
+        path = os.path.join(folder, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        written.append(path)
+    for r in results:
+        if r.samples_ns:
+            save(f"case{r.index}_samples.png", figures.samples_histogram(r.samples_ns))
+        if r.stats and r.sol_us:
+            save(f"case{r.index}_sol.png", figures.sol_bar(r.stats.mean / 1e3, r.sol_us))
+        for f in r.figures:
+            label = re.sub(r"[^A-Za-z0-9]+", "_", f.label).strip("_")
+            save(f"case{r.index}_{label}_error.png", f.error_png)
+            save(f"case{r.index}_{label}_reference.png", f.reference_png)
+    return written
