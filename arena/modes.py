@@ -327,7 +327,9 @@ class Evaluator:
     def profile(self, index: int, case: Case) -> tuple[CaseResult, str]:
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
-            reply = self._call("profile", [self.generate(case.args)], result)
+            data = self.generate(case.args)
+            self.progress.stage("one call under the PyTorch profiler")
+            reply = self._call("profile", [data], result)
             result.passed = True
             return result, reply.fields.get("table", "")
         except WorkerFailure as failure:

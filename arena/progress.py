@@ -21,7 +21,8 @@ def extensions_built_by(submission_path: str) -> list[str]:
         return []
     if "load_inline" not in source and "cpp_extension" not in source:
         return []
-    return re.findall(r"""name\s*=\s*["']([A-Za-z0-9_]+)["']""", source)[:3] or ["(unnamed)"]
+    names = list(dict.fromkeys(re.findall(r"""name\s*=\s*["']([A-Za-z0-9_]+)["']""", source)))
+    return names[:3] or ["(unnamed)"]
 
 
 class Progress:

@@ -394,7 +394,11 @@ def diagnose_case(evaluator, index: int, case):
     from arena.results import CaseResult
     from arena.runner import WorkerFailure
 
+    calls = []
+
     def call(data):
+        calls.append(1)
+        evaluator.progress.stage(f"probes: call {len(calls)} of the submission")
         try:
             return evaluator.call_once(data)
         except WorkerFailure as failure:
