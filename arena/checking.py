@@ -84,7 +84,7 @@ class CheckResult:
     problem: str = ""                   # the output breaks the contract: type, dtype, shape, device, group count
     mismatches: list[str] = field(default_factory=list)    # "Number of mismatched elements: N", "ERROR AT ..."
     group: int | None = None            # the group that mismatched (group GEMM)
-    expected: object = field(default=None, repr=False)     # the reference's output (the report's pictures)
+    expected: object = field(default=None, repr=False, compare=False)   # the reference's output (the report's pictures)
 
     def competition_message(self) -> str:
         """The competition's one message for this result ("" when it passed)."""

@@ -50,6 +50,8 @@ class Progress:
     def starting(self, submission_path: str):
         names = extensions_built_by(submission_path)
         building = f": building CUDA extension {', '.join(names)} (nvcc; cached after the first build)" if names else ""
+        # a submission that builds on its first call (a lazy load_inline) builds during case 0's first call
+        self.first_call_note = f" (the first call may build {', '.join(names)} first)" if names else ""
         self._stage(f"starting the worker, importing {submission_path.rsplit('/', 1)[-1]}{building}")
 
     def case(self, index: int, spec: str, total: int, stage: str):
@@ -58,6 +60,8 @@ class Progress:
 
     def stage(self, stage: str):
         """A step inside the case: shown live; in plain lines only by the ticker when it lasts."""
+        if stage.startswith("running") and getattr(self, "first_call_note", ""):
+            stage, self.first_call_note = stage + self.first_call_note, ""
         self._stage(f"{getattr(self, 'case_label', '')}: {stage}", quiet_change=True)
 
     def timing(self, runs: int, mean_ns: float | None, err_ns: float | None):
