@@ -6,6 +6,7 @@ reference on its original after the call and checks every output it is shown. Th
 """
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 import time
@@ -51,16 +52,12 @@ UNTOUCHED_CAUSES = ("; the kernel never ran, or wrote elsewhere, although CUDA r
 def _error_figures(reference, output, expected, regenerate) -> list:
     """The heatmaps of a wrong output (arena/figures.py), with the pristine pre-filled c when it can be remade."""
     from arena import figures
-    check = reference.check_implementation
-    rtol, atol = (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (1e-3, 1e-3)
+    from arena.diagnose.explain import prefilled_of, tolerance_of
+    from arena.diagnose.groups import group_label, is_group_contract
     fresh = regenerate() if regenerate is not None else None
-    prefilled, labels = None, None
-    if isinstance(output, (list, tuple)) and fresh is not None:
-        prefilled = [abc[2] for abc in fresh[0]]
-        labels = [f"group {i} ({m}x{n}x{k})" for i, (m, n, k, _) in enumerate(fresh[3])]
-    elif isinstance(fresh, (tuple, list)) and isinstance(fresh[-1], torch.Tensor):
-        prefilled = fresh[-1]
-    return figures.error_figures(output, expected, prefilled, rtol, atol, labels)
+    prefilled = prefilled_of(fresh) if fresh is not None else None
+    labels = [group_label(fresh, i) for i in range(len(fresh[0]))] if is_group_contract(fresh) else None
+    return figures.error_figures(output, expected, prefilled, *tolerance_of(reference), labels)
 
 
 def _some_groups_unchanged(problem: str, output) -> bool:
@@ -165,6 +162,7 @@ class Evaluator:
         with --report/--plots its pictures."""
         from arena.diagnose import explain_failure
         self.progress.stage("diagnosing the wrong output")
+        regenerate = functools.cache(regenerate) if regenerate is not None else None   # made once for both
         found = explain_failure(self.reference, data, output, regenerate)
         if found is not None:
             result.diagnosis, result.evidence = found.summary, found.evidence

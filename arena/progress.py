@@ -39,6 +39,8 @@ class Progress:
         self._stop = threading.Event()
         self._ticker = None
         self.done = []          # (index, passed) of finished cases
+        self.case_label = ""     # "case 3 (4/10) m: ...", the prefix of every step's line
+        self.first_call_note = ""   # said once, at the first call: a lazy load_inline builds then
         if self.live and not quiet:
             # imported now, before the submission is: a module the parent loads later could be one it rewrote
             import rich.console  # noqa: F401
@@ -60,13 +62,13 @@ class Progress:
 
     def stage(self, stage: str):
         """A step inside the case: shown live; in plain lines only by the ticker when it lasts."""
-        if stage.startswith("running") and getattr(self, "first_call_note", ""):
+        if stage.startswith("running") and self.first_call_note:
             stage, self.first_call_note = stage + self.first_call_note, ""
-        self._stage(f"{getattr(self, 'case_label', '')}: {stage}", quiet_change=True)
+        self._stage(f"{self.case_label}: {stage}", quiet_change=True)
 
     def timing(self, runs: int, mean_ns: float | None, err_ns: float | None):
         figure = f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs" if mean_ns is not None and err_ns is not None else ""
-        self._stage(f"{getattr(self, 'case_label', '')}: timing, {runs} samples{figure}", keep_clock=True, quiet_change=True)
+        self._stage(f"{self.case_label}: timing, {runs} samples{figure}", keep_clock=True, quiet_change=True)
 
     def finished(self, index: int, passed: bool, summary: str):
         self.done.append((index, passed))

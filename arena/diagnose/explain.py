@@ -8,20 +8,11 @@ import time
 import torch
 
 from arena.checking import ReferenceCheck
+from arena.integrity import same_bits
 from arena.diagnose.common import ATOL, RTOL, Diagnosis
 from arena.diagnose.hypotheses import is_gemm_contract
 from arena.diagnose.verdict import diagnose
 from arena.diagnose.groups import diagnose_groups, is_group_contract
-
-
-def _same_tensor(x, y) -> bool:
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-        return True
-    if x.dtype != y.dtype or x.shape != y.shape:
-        return False
-    if x.element_size() == 1:
-        return torch.equal(x.view(torch.uint8), y.view(torch.uint8))
-    return torch.equal(x, y)
 
 
 def _inputs_of(data) -> list:
@@ -32,7 +23,13 @@ def _inputs_of(data) -> list:
     return [t for _, t in tensors_in(data[:-1] if isinstance(data, (tuple, list)) else data)]
 
 
-def _prefilled(data):
+def tolerance_of(reference) -> tuple[float, float]:
+    """(rtol, atol) the task's check uses (task.yml), else the common default."""
+    check = getattr(reference, "check_implementation", None)
+    return (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (RTOL, ATOL)
+
+
+def prefilled_of(data):
     """The pre-filled output(s): c, or each group's c."""
     if is_group_contract(data):
         return [abc[2] for abc in data[0]]
@@ -52,8 +49,7 @@ def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | Non
     """The hook for a failed check: never raises; a failure of the diagnostics becomes one line. The tolerance
     is the one the task's check used (task.yml), else the common default."""
     started = time.perf_counter()
-    check = getattr(reference, "check_implementation", None)
-    rtol, atol = (check.rtol, check.atol) if isinstance(check, ReferenceCheck) else (RTOL, ATOL)
+    rtol, atol = tolerance_of(reference)
     grouped = is_group_contract(data)
     try:
         if not isinstance(output, torch.Tensor) and not (grouped and isinstance(output, (list, tuple))):
@@ -62,9 +58,9 @@ def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | Non
         if regenerate is not None:
             fresh = regenerate()
             mine, theirs = _inputs_of(data), _inputs_of(fresh) if type(fresh) is type(data) else []
-            fresh = fresh if len(mine) == len(theirs) and all(map(_same_tensor, mine, theirs)) else None
+            fresh = fresh if len(mine) == len(theirs) and all(map(same_bits, mine, theirs)) else None
         expected = _expected_from(reference, data, fresh)
-        prefilled = _prefilled(fresh) if fresh is not None else None
+        prefilled = prefilled_of(fresh) if fresh is not None else None
         if grouped:
             found = diagnose_groups(data, output, expected, prefilled, rtol, atol)
         elif isinstance(expected, torch.Tensor) and expected.shape == output.shape:

@@ -50,8 +50,9 @@ CROSS_TEXT = {"result": "holds group {j}'s result", "A": "multiplies group {j}'s
               "B": "multiplies group {j}'s B (and SFB)", "scales": "applies group {j}'s scale factors"}
 
 
-def _cross_matches(data, outputs, expected, i: int, rtol: float, atol: float) -> list[CrossMatch]:
-    """Hypotheses for wrong group i that take one input from another group j, on a column sample."""
+def _cross_matches(data, outputs, expected, wrong_i, i: int, rtol: float, atol: float) -> list[CrossMatch]:
+    """Hypotheses for wrong group i (its mismatch mask `wrong_i`) that take one input from another group j, on a
+    column sample."""
     a, b, sfa, sfb, _, _, _ = group_as_gemm(data, i)
     out = outputs[i]
     found = []
@@ -65,16 +66,15 @@ def _cross_matches(data, outputs, expected, i: int, rtol: float, atol: float) ->
         candidates = {"result": (aj, sfaj, bj, sfbj)}
         if same_k:
             candidates.update({"A": (aj, sfaj, b, sfb), "B": (a, sfa, bj, sfbj), "scales": (a, sfaj, b, sfbj)})
+        if int(wrong_i[:rows, :cols, 0].sum()) < 8:
+            continue
+        window = out[:rows, :cols, 0]
         for what, (ca, csa, cb, csb) in candidates.items():
             if what == "result":
                 predicted = expected[j][:rows, :cols, 0]
             else:
                 predicted = scaled_gemm(ca[:rows, :, 0], cb[:cols, :, 0], csa[:rows, :, 0],
                                         csb[:cols, :, 0]).to(out.dtype)
-            window, honest = out[:rows, :cols, 0], expected[i][:rows, :cols, 0]
-            wrong = mismatch_mask(window, honest, rtol, atol)
-            if int(wrong.sum()) < 8:
-                continue
             agree = 1.0 - float(mismatch_mask(window, predicted.to(window.device), rtol, atol).double().mean())
             if agree >= EXACT:
                 found.append(CrossMatch(i, j, what, agree))
@@ -87,15 +87,16 @@ def _tail_rows(m: int) -> tuple[int, int] | None:
     return (start, m) if start < m else None
 
 
-def _only_tail_wrong(output, expected, rtol, atol) -> bool:
-    tail = _tail_rows(output.shape[0])
+def _only_tail_wrong(wrong) -> bool:
+    """Whether the wrong rows of a group's mismatch mask are exactly its irregular-M tail."""
+    tail = _tail_rows(wrong.shape[0])
     if tail is None:
         return False
-    wrong_rows = mismatch_mask(output, expected, rtol, atol).flatten(1).any(dim=1)
+    wrong_rows = wrong.flatten(1).any(dim=1)
     return bool(wrong_rows[tail[0]:].all()) and not bool(wrong_rows[:tail[0]].any())
 
 
-def _label(data, i: int) -> str:
+def group_label(data, i: int) -> str:
     m, n, k, _ = data[3][i]
     return f"group {i} ({m}x{n}x{k})"
 
@@ -109,20 +110,17 @@ def diagnose_groups(data, outputs, expected, prefilled=None, rtol: float = RTOL,
         return None
     groups = len(outputs)
     prefilled = prefilled if prefilled is not None and len(prefilled) == groups else [None] * groups
-    wrong = []
-    for i, (out, want) in enumerate(zip(outputs, expected)):
-        count = int(mismatch_mask(out, want.to(out.device), rtol, atol).sum())
-        if count:
-            wrong.append((i, count))
+    masks = [mismatch_mask(out, want.to(out.device), rtol, atol) for out, want in zip(outputs, expected)]
+    wrong = [(i, int(mask.sum())) for i, mask in enumerate(masks) if bool(mask.any())]
     if not wrong:
         return None
     evidence = [f"wrong groups: {len(wrong)} of {groups} (" +
-                ", ".join(f"{_label(data, i)}: {n} of {outputs[i].numel()} elements" for i, n in wrong) + ")"]
+                ", ".join(f"{group_label(data, i)}: {n} of {outputs[i].numel()} elements" for i, n in wrong) + ")"]
     wrong_ids = [i for i, _ in wrong]
 
     cross = {}
     for i in wrong_ids:
-        matches = _cross_matches(data, outputs, expected, i, rtol, atol)
+        matches = _cross_matches(data, outputs, expected, masks[i], i, rtol, atol)
         if matches:
             cross[i] = matches[0]
     if cross and len(cross) == len(wrong_ids):
@@ -140,17 +138,17 @@ def diagnose_groups(data, outputs, expected, prefilled=None, rtol: float = RTOL,
             key = "group_operand_" + "_".join(sorted(kinds))
         return Diagnosis(summary, evidence, key)
 
-    tails = [i for i in wrong_ids if _only_tail_wrong(outputs[i], expected[i], rtol, atol)]
+    tails = [i for i in wrong_ids if _only_tail_wrong(masks[i])]
     if tails and len(tails) == len(wrong_ids):
-        spans = "; ".join(f"{_label(data, i)}: rows {_tail_rows(outputs[i].shape[0])[0]}-{outputs[i].shape[0] - 1}"
+        spans = "; ".join(f"{group_label(data, i)}: rows {_tail_rows(outputs[i].shape[0])[0]}-{outputs[i].shape[0] - 1}"
                           + (", the whole group as M < 128" if outputs[i].shape[0] < ROWS_PER_TILE else "") for i in tails)
-        untouched = all(prefilled[i] is not None and anatomy(outputs[i], expected[i], prefilled[i], rtol, atol).untouched
-                        >= int(mismatch_mask(outputs[i], expected[i], rtol, atol).sum()) for i in tails)
+        anatomies = {i: anatomy(outputs[i], expected[i], prefilled[i], rtol, atol) for i in tails}
+        untouched = all(prefilled[i] is not None and anatomies[i].untouched >= anatomies[i].mismatches for i in tails)
         how = "still hold the pre-filled c" if untouched else "are wrong"
         summary = (f"Only the irregular-M tails are wrong: the rows past each group's last full 128-row tile {how} "
                    f"({spans}). Count row tiles as ceil(M/128) and mask the last tile's rows at M, not at 128.")
-        per_group = [f"{_label(data, i)}: " + line for i in tails
-                     for line in anatomy(outputs[i], expected[i], prefilled[i], rtol, atol).lines()[:2]]
+        per_group = [f"{group_label(data, i)}: " + line for i in tails
+                     for line in anatomies[i].lines()[:2]]
         return Diagnosis(summary, evidence + per_group, "group_tails_unwritten" if untouched else "group_tails_wrong")
 
     per_group = []
@@ -159,14 +157,14 @@ def diagnose_groups(data, outputs, expected, prefilled=None, rtol: float = RTOL,
         if found is not None:
             per_group.append((i, found))
     for i, found in per_group:
-        evidence += [f"{_label(data, i)}: {found.summary}"] + [f"  {line}" for line in found.evidence]
+        evidence += [f"{group_label(data, i)}: {found.summary}"] + [f"  {line}" for line in found.evidence]
     keys = {found.hypothesis for _, found in per_group}
     right = [i for i in range(groups) if i not in wrong_ids]
     right_text = "" if not right else f"; group {right[0]} is right" if len(right) == 1 else \
         f"; groups {', '.join(map(str, right))} are right"
     if len(per_group) == 1 or (len(keys) == 1 and None not in keys):
         i, found = per_group[0]
-        which = _label(data, i) if len(per_group) == 1 else f"every wrong group ({', '.join(map(str, wrong_ids))})"
+        which = group_label(data, i) if len(per_group) == 1 else f"every wrong group ({', '.join(map(str, wrong_ids))})"
         return Diagnosis(f"{which}{right_text}: {found.summary}", evidence, found.hypothesis)
     return Diagnosis(f"{len(wrong_ids)} of {groups} groups are wrong ({', '.join(map(str, wrong_ids))}){right_text}; "
                      f"each group's own diagnosis follows.", evidence, None)
