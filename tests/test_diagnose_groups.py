@@ -159,3 +159,13 @@ def test_guard_rows_travel_to_a_gpu_worker_and_back():
                    os.path.join(BROKEN, "group_rows_beyond_m.py"), timeout=600)
     assert run.code == 112, run.stderr[-2000:]
     assert "2 of 2 groups write rows past their M" in " ".join(run.stdout.split())
+
+
+def test_the_guard_probe_says_when_it_could_not_look(reference):
+    """A submission that returns new tensors instead of the c it was given: the guard rows cannot be read, and
+    the probe says so instead of claiming nothing was written."""
+    from arena.diagnose.probes import probe_group_bounds
+    fresh_outputs = lambda data: [c.clone() for _, _, c in data[0]]        # noqa: E731
+    found = probe_group_bounds(fresh_outputs, lambda: reference.generate_input(**TAILS))
+    assert found.ok and found.headline == "not checked: no group returned the c it was given"
+    assert found.lines == ["group(s) 0, 1, 2 returned a new tensor instead of their c: not checked"]

@@ -214,3 +214,12 @@ def test_the_report_of_a_failing_and_a_passing_run_renders_in_chromium(tmp_path)
     assert "distribution of the" in page["dom"] and "mean ± err" in page["dom"]
     bars = sum(1 for row in rows for c in row if c == (60, 110, 200))
     assert bars > 50                                       # the histogram's bars are on screen
+
+
+def test_a_report_or_plots_path_that_cannot_be_written_is_one_line_before_anything_runs(tmp_path):
+    for option, path in (("--report", tmp_path / "missing" / "r.html"), ("--plots", tmp_path / "missing" / "p")):
+        run = run_eval("test", spec_file(TAIL_SPEC), "--submission", os.path.join(BROKEN, "tail_unwritten.py"),
+                       option, str(path), "--quiet")
+        assert run.code == 2, run.stderr
+        errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and f"no folder {tmp_path / 'missing'}" in errors[0], run.stderr
