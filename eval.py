@@ -1,4 +1,5 @@
-"""nvfp4-arena evaluator: `python eval.py {test,benchmark,leaderboard,profile,diagnose,compile} [SPECFILE]`.
+"""nvfp4-arena evaluator: `python eval.py {test,benchmark,leaderboard,profile,diagnose,compile} [SPECFILE]`, and
+`python eval.py batch PATH...` for many submissions at once (on Ray).
 
 With POPCORN_FD set (the competition's runner), it speaks the official protocol: `key: value` lines on that
 file descriptor, times in ns, exit codes 0 / 112 (failed) / 113 (bad spec) / 2 (usage). Otherwise it reads
@@ -120,6 +121,70 @@ def diagnose(**options):
 def compile_command(submission, task_dir, archs, expect):
     """Build the submission's CUDA sources with nvcc (no GPU needed): per arch built / not targeted / failed."""
     sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@click.option("--mode", type=click.Choice(("test", "benchmark", "leaderboard")), default="test", show_default=True,
+              help="What every submission gets: exactly the single `eval.py MODE` run.")
+@click.option("--spec", "specfile", default=None, type=click.Path(dir_okay=False),
+              help="A spec file of cases for every submission (default: the task's cases for the mode).")
+@click.option("--jsonl", default="batch.jsonl", show_default=True, help="Rows stream here, one per submission; "
+              "a row already there for the same content, task, mode and cases is not evaluated again.")
+@click.option("--address", default=None, help="A Ray cluster to use (default: start one on this machine, over "
+              "all its GPUs, or its cores without a GPU).")
+@click.option("--timeout", type=float, default=180.0, show_default=True,
+              help="Seconds per case before a submission is stopped, as in a single run.")
+def batch(paths, task_dir, mode, specfile, jsonl, address, timeout):
+    """Evaluate many submissions (files, or folders of *.py files) in parallel on Ray: one GPU each."""
+    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout))
+
+
+def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout) -> int:
+    from rich.console import Console
+
+    from arena.batch import BatchPlan, find_submissions, read_rows
+    from arena.batch_ray import ray_missing_line, run_batch
+    from arena.specs import SpecError, parse_spec_text
+    from arena.taskdef import REPO_ROOT, TaskError, load_task
+
+    missing = ray_missing_line()
+    if missing:
+        fail_setup(missing, EXIT_USAGE)
+    try:
+        task = load_task(task_dir)
+        spec_text = None
+        if specfile:
+            try:
+                spec_text = open(specfile).read()
+            except OSError as error:
+                fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
+            cases = parse_spec_text(spec_text)
+            if not cases:
+                fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
+            task.check_cases(cases, f"spec file {specfile}")
+        else:
+            cases = task.cases(DEFAULT_SET[mode])
+    except (SpecError, TaskError) as error:
+        fail_setup(str(error), EXIT_SPEC)
+    submissions, errors = find_submissions(list(paths))
+    for line in errors:
+        click.echo(f"error: {line}", err=True)
+    if not submissions:
+        fail_setup("no submission to evaluate", EXIT_USAGE)
+    earlier, problems = read_rows(jsonl)
+    for line in problems:
+        click.echo(f"warning: {line}", err=True)
+    import hashlib
+    folder = os.path.abspath(task.folder)
+    inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)
+    plan = BatchPlan(task_dir=os.path.relpath(folder, REPO_ROOT) if inside else folder, task_name=task.name,
+                     mode=mode, spec_text=spec_text,
+                     cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
+                     else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
+    code, _ = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier)
+    return EXIT_FAILED if errors and code == EXIT_OK else code
 
 
 def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -141,6 +142,7 @@ def stop_on_signals():
 # ---- the worker's view of the machine and its private folder ----------------------------------------------
 
 CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_BIND, MS_REMOUNT, MS_RDONLY = 0x20000, 0x4000, 1 << 18, 0x1000, 0x20, 0x1
+CLONE_NEWNET, SO_ACCEPTCON = 0x40000000, 0x10000
 SYS_MOUNT_SETATTR, MOUNT_ATTR_RDONLY, AT_RECURSIVE, AT_FDCWD = 442, 0x1, 0x8000, -100
 PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
 SECBITS_LOCKED_NOROOT = 0x2F     # NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked: exec gives no caps back
@@ -224,15 +226,49 @@ def harden_worker() -> str:
     try:
         # /proc stays writable (CUDA fails to start without it; its files check access per process) but
         # not /proc/sys, which root could still write without capabilities.
-        _read_only_view(libc, [home, "/dev/shm", "/proc"] + extra, read_only_again=["/proc/sys"])
+        _read_only_view(libc, [home, "/dev/shm", "/proc"] + extra, read_only_again=["/proc/sys"],
+                        masked=_listening_socket_files())
+        _own_network(libc)
     except OSError as error:
         return f"failed: {error}"
     return _drop_capabilities(libc)
 
 
-def _read_only_view(libc, writable: list[str], read_only_again: list[str] = ()):
+def _listening_socket_files() -> list[str]:
+    """Every unix socket file some process of the host listens on (a Ray cluster's raylet, dbus, a container
+    daemon): root without capabilities may still connect to one it owns, and the service behind it acts with
+    its own rights. Read before the worker leaves the host's network namespace (/proc/net is per namespace)."""
+    found = set()
+    try:
+        with open("/proc/net/unix") as table:
+            next(table, None)
+            for line in table:
+                fields = line.split()
+                if len(fields) >= 8 and int(fields[3], 16) & SO_ACCEPTCON and fields[7].startswith("/"):
+                    found.add(fields[7])
+    except OSError:
+        pass
+    return sorted(p for p in found if _is_socket(p))
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _own_network(libc):
+    """A network namespace of the worker's own: no interface but a loopback that is down, so no TCP or UDP
+    service of the host (127.0.0.1 included) and no abstract unix socket is reachable. The channel to the
+    parent is a socketpair made before, which stays connected."""
+    if libc.unshare(CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), f"unshare(CLONE_NEWNET): {os.strerror(ctypes.get_errno())}")
+
+
+def _read_only_view(libc, writable: list[str], read_only_again: list[str] = (), masked: list[str] = ()):
     """A mount namespace of the worker's own in which every mount is read-only except `writable` (bound onto
-    themselves first, then made writable again)."""
+    themselves first, then made writable again), and every file in `masked` is /dev/null."""
     def check(ok: bool, what: str):
         if not ok:
             raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
@@ -251,6 +287,8 @@ def _read_only_view(libc, writable: list[str], read_only_again: list[str] = ()):
                                         key=lambda p: p.count(os.sep))]
     for path in paths:
         check(libc.mount(path, path, None, MS_BIND | MS_REC, None) == 0, f"binding {path.decode()}")
+    for path in (p.encode() for p in masked):
+        check(libc.mount(b"/dev/null", path, None, MS_BIND, None) == 0, f"masking {path.decode()}")
     if set_attr(b"/", AT_RECURSIVE, MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)):
         for path in paths:
             check(set_attr(path, 0, MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)), f"making {path.decode()} writable")
@@ -303,7 +341,8 @@ def _drop_capabilities(libc) -> str:
     with open("/proc/self/status") as status:
         if any(line.startswith("CapEff:") and int(line.split()[1], 16) for line in status):
             return "failed: capabilities remain"
-    return "read-only file systems except a private home, no capabilities, no new privileges"
+    return ("read-only file systems except a private home, no network, no host socket, no capabilities, "
+            "no new privileges")
 
 
 # ---- ending every descendant -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import hashlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -211,3 +212,50 @@ def test_worker_text_reaches_the_report_capped_and_without_control_characters(on
     assert "boom" in text
     # The forged row is inert text inside the error, never a line of its own.
     assert not any(line.strip().startswith("✔ test 0 passed") for line in text.splitlines())
+
+
+# ---- 9. no service of the host is reachable -----------------------------------------------------------------
+
+class Listener:
+    """A server of the host's (the test's own): records every byte any client sends it."""
+
+    def __init__(self, family, address):
+        import threading
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.bind(address)
+        self.sock.listen(8)
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.settimeout(5)
+            try:
+                self.received += conn.recv(4096)
+            except OSError:
+                pass
+            conn.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the worker's own network and socket view need root")
+def test_the_worker_reaches_no_listening_socket_of_the_host(one, exploit_dir, tmp_path):
+    tcp = Listener(socket.AF_INET, ("127.0.0.1", 0))
+    unix_path = str(tmp_path / "service.sock")
+    unix = Listener(socket.AF_UNIX, unix_path)
+    os.chmod(unix_path, 0o777)
+    abstract_name = f"arena-test-{os.getpid()}"
+    abstract = Listener(socket.AF_UNIX, "\0" + abstract_name)
+    targets = tmp_path / "targets"
+    targets.write_text(f"tcp 127.0.0.1 {tcp.sock.getsockname()[1]}\nunix {unix_path}\nabstract {abstract_name}\n")
+    run = run_eval("test", one, "--submission", exploit("host_sockets"),
+                   env={"EXPLOIT_DIR": exploit_dir, "EXPLOIT_TARGETS": str(targets)})
+    assert run.code == 0, run.stderr[-1500:]
+    tried = read_log(exploit_dir, "sockets")
+    assert len(tried) == 3, tried
+    time.sleep(0.5)
+    assert (tcp.received, unix.received, abstract.received) == (b"", b"", b""), tried
+    assert not any(line.endswith(": reached") for line in tried), tried

@@ -1,0 +1,217 @@
+"""`eval.py batch`: many submissions, each through a whole `eval.py` run of its own (the same isolation, checks
+and timing as a single run: this module never evaluates anything itself), fanned out on Ray.
+
+- One evaluation per GPU at a time (a Ray task asks for one GPU, so Ray sets CUDA_VISIBLE_DEVICES to it); on a
+  machine or cluster without GPUs, one evaluation per core.
+- Results stream to a JSONL file, one row per submission; a row already there for the same content, task, mode
+  and cases is not evaluated again (`row_key`).
+- A crashed, hung or cheating submission is a failed row: its `eval.py` run ends it. If the evaluating process
+  or its node is lost, Ray runs the evaluation again elsewhere (`max_retries`); `attempts` in the row counts runs.
+
+The driver side (`run_batch`) imports Ray only when it starts; `evaluate_one` is what runs on a Ray worker.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVALUATED_CODES = (0, 112)          # eval.py's verdicts: passed, failed; anything else is no verdict
+RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
+RAY_INSTALL = "python3 -m pip install 'ray>=2.9'"
+
+
+@dataclass
+class Submission:
+    path: str                       # as found (shown and stored)
+    source: bytes
+    sha256: str
+    also: list = field(default_factory=list)     # other paths with the same content: one evaluation, a row each
+
+
+@dataclass
+class BatchPlan:
+    task_dir: str                   # the task folder, relative to ROOT where it lies inside (for cluster nodes)
+    task_name: str
+    mode: str
+    spec_text: str | None           # the --spec file's text, or None for the task's own cases
+    cases_id: str                   # which cases: "tests" / "benchmarks" or "spec:<sha256 prefix>"
+    case_count: int
+    timeout: float                  # seconds per case, as eval.py --timeout
+
+
+def find_submissions(paths: list[str]) -> tuple[list[Submission], list[str]]:
+    """Every submission under `paths` (a file, or the *.py files of a folder, not those starting with "_",
+    which are helpers), in order, identical contents merged; and one error line per path that is none."""
+    found, errors, by_hash = [], [], {}
+    for given in paths:
+        if os.path.isdir(given):
+            files = sorted(os.path.join(given, n) for n in os.listdir(given)
+                           if n.endswith(".py") and not n.startswith("_")
+                           and os.path.isfile(os.path.join(given, n)))
+            if not files:
+                errors.append(f"{given}: no submission (*.py) in this folder")
+        elif os.path.isfile(given):
+            files = [given]
+        else:
+            errors.append(f"{given}: no such file or folder")
+            files = []
+        for path in files:
+            try:
+                source = open(path, "rb").read()
+            except OSError as error:
+                errors.append(f"{path}: cannot read it: {error.strerror}")
+                continue
+            digest = hashlib.sha256(source).hexdigest()
+            if digest in by_hash:
+                by_hash[digest].also.append(path)
+                continue
+            by_hash[digest] = Submission(path, source, digest)
+            found.append(by_hash[digest])
+    return found, errors
+
+
+def row_key(row: dict) -> tuple:
+    return row.get("sha256"), row.get("task"), row.get("mode"), row.get("cases_id")
+
+
+def read_rows(jsonl: str) -> tuple[dict, list[str]]:
+    """The rows of an earlier batch that hold a verdict, by `row_key`; and a line per unreadable row."""
+    done, problems = {}, []
+    if not os.path.exists(jsonl):
+        return done, problems
+    with open(jsonl) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                problems.append(f"{jsonl}:{number}: not a JSON row; ignored")
+                continue
+            if isinstance(row, dict) and row.get("evaluated"):
+                done[row_key(row)] = row
+    return done, problems
+
+
+# ---- on a Ray worker ---------------------------------------------------------------------------------------
+
+def _die_with_parent():
+    """In the eval.py child: if the Ray worker running it is lost, so is the run (Ray runs it again)."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _stop(process: subprocess.Popen):
+    """SIGTERM first (eval.py ends its worker and every descendant on it), SIGKILL after 15 s."""
+    for signum, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _case_rows(doc: dict) -> list[dict]:
+    rows = []
+    for case in doc.get("cases", []):
+        stats = case.get("stats") or {}
+        rows.append({"index": case.get("index"), "spec": case.get("spec"), "passed": case.get("passed"),
+                     "error": case.get("error") or "", "diagnosis": case.get("diagnosis") or "",
+                     "mean_us": stats["mean"] / 1e3 if "mean" in stats else None,
+                     "err_us": stats["err"] / 1e3 if "err" in stats else None, "runs": stats.get("runs"),
+                     "timing": case.get("timing") or {}})
+    return rows
+
+
+def _last_error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("error:"):
+            return line[len("error:"):].strip()
+    return lines[-1] if lines else ""
+
+
+def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
+    """One whole `eval.py MODE` run of `submission`, as a single run would do it, in its own session; its
+    JSON becomes the row. Runs where Ray places it (Ray has set CUDA_VISIBLE_DEVICES for its GPU)."""
+    attempt = 1
+    if counter is not None:
+        import ray
+        attempt = ray.get(counter.start.remote(submission.sha256))
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="arena-batch-") as scratch:
+        path = submission.path
+        if not (os.path.isfile(path) and _sha256_of(path) == submission.sha256):
+            path = os.path.join(scratch, os.path.basename(submission.path))    # another node: the shipped bytes
+            with open(path, "wb") as f:
+                f.write(submission.source)
+        report = os.path.join(scratch, "result.json")
+        task_dir = plan.task_dir if os.path.isabs(plan.task_dir) else os.path.join(ROOT, plan.task_dir)
+        command = [sys.executable, os.path.join(ROOT, "eval.py"), plan.mode, "--submission", path,
+                   "--task", task_dir, "--json", report, "--quiet", "--timeout", str(plan.timeout)]
+        if plan.spec_text is not None:
+            spec = os.path.join(scratch, "spec.txt")
+            with open(spec, "w") as f:
+                f.write(plan.spec_text)
+            command.insert(3, spec)
+        # A whole run may take every case's timeout, the worker's start and the timing after each case.
+        deadline = plan.timeout * (plan.case_count + 1) + 300
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+        process = subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True, preexec_fn=_die_with_parent)
+        overran = False
+        try:
+            stdout, stderr = process.communicate(timeout=deadline)
+        except subprocess.TimeoutExpired:
+            overran = True
+            _stop(process)
+            stdout, stderr = process.communicate()
+        doc = None
+        if os.path.exists(report):
+            try:
+                doc = json.load(open(report))
+            except ValueError:
+                doc = None
+    code = process.returncode
+    row = {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
+           "cases_id": plan.cases_id, "evaluated": overran or code in EVALUATED_CODES,
+           "passed": code == 0 and not overran, "exit_code": code, "geomean_us": None, "error": "", "cases": [],
+           "attempts": attempt, "host": socket.gethostname(), "gpu": None,
+           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+           "wall_s": round(time.time() - started, 2), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if doc is not None:
+        row["cases"] = _case_rows(doc)
+        row["geomean_us"] = doc.get("geomean_us")
+        row["gpu"] = (doc.get("system") or {}).get("gpu")
+        refused = (doc.get("system") or {}).get("refused")
+        failed = [c for c in row["cases"] if not c["passed"]]
+        row["error"] = refused or (f"case {failed[0]['index']}: {failed[0]['error'] or 'failed'}" if failed else "")
+    if overran:
+        row["error"] = f"the evaluation ran past {deadline:.0f} s and was stopped"
+    elif not row["error"] and code != 0:
+        row["error"] = _last_error_line(stderr) or f"eval.py exited with code {code}"
+    if not row["evaluated"]:
+        row["output_tail"] = (stdout + stderr)[-2000:]
+    return row
+
+
+def _sha256_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()

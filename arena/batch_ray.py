@@ -1,0 +1,164 @@
+"""The driver of `eval.py batch`: starts (or joins) a Ray cluster, hands each submission to `batch.evaluate_one`
+on a GPU (or a core) of it, streams the rows to the JSONL file as they finish, shows progress, and ends with a
+ranked table. Imports Ray only inside `run_batch`, so `batch` without Ray is one line."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from arena.batch import RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one, row_key
+
+EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 112
+# What a cluster node needs of this folder to run eval.py (only with --address: a local cluster reads it here)
+UPLOAD_EXCLUDES = [".git", ".official", ".public", "**/__pycache__", "*.so", "*.o", "*.whl", "*.tar.xz"]
+
+
+class AttemptCounter:
+    """Lives on the driver's node: how many times each evaluation started (more than once after a loss)."""
+
+    def __init__(self):
+        self.counts = {}
+
+    def start(self, key: str) -> int:
+        self.counts[key] = self.counts.get(key, 0) + 1
+        return self.counts[key]
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        return None
+    return ray
+
+
+def ray_missing_line() -> str | None:
+    """None when Ray can be imported; else the one line `batch` prints."""
+    if _import_ray() is None:
+        return f"batch needs Ray, which is not installed: {RAY_INSTALL}"
+    return None
+
+
+def _start_ray(ray, address: str | None):
+    import logging
+    runtime_env = None
+    if address:         # other machines: they get this folder (eval.py, arena/, the tasks) from the driver
+        runtime_env = {"working_dir": ROOT, "excludes": UPLOAD_EXCLUDES}
+    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+             runtime_env=runtime_env, configure_logging=True)
+
+
+def _lost_row(submission: Submission, plan: BatchPlan, error: Exception) -> dict:
+    """An evaluation Ray could not finish after every retry: no verdict, so a later batch runs it again."""
+    text = str(error).strip().splitlines()
+    return {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
+            "cases_id": plan.cases_id, "evaluated": False, "passed": False, "exit_code": None, "geomean_us": None,
+            "error": f"the evaluation was lost ({type(error).__name__}: {text[0] if text else ''})"[:300],
+            "cases": [], "attempts": None, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def _rows_for(submission: Submission, row: dict) -> list[dict]:
+    """The row of an evaluation, and a copy for every other path with the same content."""
+    return [row] + [{**row, "path": other, "same_as": submission.path} for other in submission.also]
+
+
+def run_batch(submissions: list[Submission], plan: BatchPlan, jsonl: str, address: str | None, console,
+              progress_console, earlier: dict) -> tuple[int, list[dict]]:
+    """Evaluate every submission whose row is not in `earlier`; append each row to `jsonl` as it comes;
+    return the exit code and every row of this batch (earlier ones included), ranked."""
+    ray = _import_ray()
+    rows, todo = [], []
+    for s in submissions:
+        key = row_key({"sha256": s.sha256, "task": plan.task_name, "mode": plan.mode, "cases_id": plan.cases_id})
+        if key in earlier:
+            rows.extend({**r, "resumed": True} for r in _rows_for(s, {**earlier[key], "path": s.path}))
+        else:
+            todo.append(s)
+    if rows:
+        progress_console.print(f"[batch] {len(rows)} row(s) already in {jsonl}: not evaluated again",
+                               highlight=False, markup=False)
+    if todo:
+        rows.extend(_fan_out(ray, todo, plan, jsonl, address, progress_console))
+    ranked = rank(rows, plan.mode)
+    render_table(console, ranked, plan)
+    return (EXIT_OK if ranked and all(r.get("passed") for r in ranked) else EXIT_FAILED), ranked
+
+
+def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, progress_console) -> list[dict]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    _start_ray(ray, address)
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        where = f"{gpus} GPU(s), one evaluation per GPU" if gpus else f"{cpus} CPU core(s), no GPU"
+        progress_console.print(f"[batch] {len(todo)} submission(s) on {where}; rows stream to {jsonl}",
+                               highlight=False, markup=False)
+        counter = ray.remote(num_cpus=0)(AttemptCounter).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
+                                                               soft=False)).remote()
+        task = ray.remote(evaluate_one).options(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES,
+                                                retry_exceptions=False)
+        pending = {task.remote(s, plan, counter): s for s in todo}
+        rows = []
+        bar = Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("{task.description}"), console=progress_console, transient=True,
+                       disable=not progress_console.is_terminal)
+        with bar, open(jsonl, "a") as out:
+            job = bar.add_task("", total=len(pending))
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                submission = pending.pop(done[0])
+                try:
+                    row = ray.get(done[0])
+                except Exception as error:          # every retry lost (RayTaskError, WorkerCrashedError, ...)
+                    row = _lost_row(submission, plan, error)
+                for r in _rows_for(submission, row):
+                    out.write(json.dumps(r) + "\n")
+                    rows.append(r)
+                out.flush()
+                bar.advance(job)
+                bar.update(job, description=os.path.basename(submission.path))
+                progress_console.print(f"[batch] {len(todo) - len(pending)}/{len(todo)} {_one_line(row)}",
+                                       highlight=False, markup=False)
+        return rows
+    finally:
+        ray.shutdown()
+
+
+def _one_line(row: dict) -> str:
+    verdict = "passed" if row.get("passed") else ("FAILED" if row.get("evaluated") else "NOT EVALUATED")
+    figure = f" {row['geomean_us']:.2f} µs" if row.get("geomean_us") else ""
+    where = f" on GPU {row['cuda_visible_devices']}" if row.get("cuda_visible_devices") else ""
+    retry = f", {row['attempts']} attempts" if (row.get("attempts") or 1) > 1 else ""
+    error = f": {row['error']}" if row.get("error") else ""
+    return f"{row['path']}: {verdict}{figure}{where} ({row.get('wall_s', '?')} s{retry}){error}"[:240]
+
+
+def rank(rows: list[dict], mode: str) -> list[dict]:
+    """Passing rows first, fastest first in a timed mode; then failing rows; then rows with no verdict."""
+    def order(row):
+        timed = row.get("geomean_us") if mode != "test" else None
+        group = 0 if row.get("passed") else (1 if row.get("evaluated") else 2)
+        return group, timed if timed is not None else float("inf"), row["path"]
+    return sorted(rows, key=order)
+
+
+def render_table(console, ranked: list[dict], plan: BatchPlan):
+    from rich.table import Table
+    from rich.text import Text
+    timed = plan.mode != "test"
+    table = Table(title=f"batch: {plan.task_name} {plan.mode} ({plan.cases_id})", title_justify="left")
+    for name in ("#", "submission", "verdict", "geomean µs" if timed else "cases passed", "first error"):
+        table.add_column(name, overflow="fold", justify="right" if name in ("#", "geomean µs") else "left")
+    for number, row in enumerate(ranked, 1):
+        passed_cases = sum(1 for c in row.get("cases", []) if c.get("passed"))
+        figure = (f"{row['geomean_us']:.2f}" if row.get("geomean_us") else "—") if timed else \
+            f"{passed_cases}/{len(row.get('cases', []))}"
+        verdict = Text("✔ passed", style="green") if row.get("passed") else \
+            Text("✘ failed" if row.get("evaluated") else "? lost", style="red")
+        table.add_row(str(number) if row.get("passed") else "", Text(row["path"]), verdict, figure,
+                      Text((row.get("error") or "")[:160]))
+    console.print(table)
