@@ -195,7 +195,8 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
            "passed": code == 0 and not overran, "exit_code": code, "geomean_us": None, "error": "", "cases": [],
            "attempts": attempt, "host": socket.gethostname(), "gpu": None,
            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-           "wall_s": round(time.time() - started, 2), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+           "wall_s": round(time.time() - started, 2), "started": round(started, 3),
+           "finished": round(time.time(), 3)}
     if doc is not None:
         row["cases"] = _case_rows(doc)
         row["geomean_us"] = doc.get("geomean_us")

@@ -55,7 +55,7 @@ def _lost_row(submission: Submission, plan: BatchPlan, error: Exception) -> dict
     return {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
             "cases_id": plan.cases_id, "evaluated": False, "passed": False, "exit_code": None, "geomean_us": None,
             "error": f"the evaluation was lost ({type(error).__name__}: {text[0] if text else ''})"[:300],
-            "cases": [], "attempts": None, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "cases": [], "attempts": None, "finished": round(time.time(), 3)}
 
 
 def _rows_for(submission: Submission, row: dict) -> list[dict]:
@@ -150,15 +150,20 @@ def render_table(console, ranked: list[dict], plan: BatchPlan):
     from rich.table import Table
     from rich.text import Text
     timed = plan.mode != "test"
-    table = Table(title=f"batch: {plan.task_name} {plan.mode} ({plan.cases_id})", title_justify="left")
+    folders = {os.path.dirname(row["path"]) for row in ranked}
+    common = folders.pop() if len(folders) == 1 else ""       # one folder: named once, in the title
+    title = f"batch: {plan.task_name} {plan.mode} ({plan.cases_id})" + (f" in {common}" if common else "")
+    table = Table(title=title, title_justify="left")
     for name in ("#", "submission", "verdict", "geomean µs" if timed else "cases passed", "first error"):
-        table.add_column(name, overflow="fold", justify="right" if name in ("#", "geomean µs") else "left")
+        table.add_column(name, overflow="fold", justify="right" if name in ("#", "geomean µs") else "left",
+                         no_wrap=name == "submission")
     for number, row in enumerate(ranked, 1):
         passed_cases = sum(1 for c in row.get("cases", []) if c.get("passed"))
         figure = (f"{row['geomean_us']:.2f}" if row.get("geomean_us") else "—") if timed else \
             f"{passed_cases}/{len(row.get('cases', []))}"
         verdict = Text("✔ passed", style="green") if row.get("passed") else \
             Text("✘ failed" if row.get("evaluated") else "? lost", style="red")
-        table.add_row(str(number) if row.get("passed") else "", Text(row["path"]), verdict, figure,
+        shown = os.path.relpath(row["path"], common) if common else row["path"]
+        table.add_row(str(number) if row.get("passed") else "", Text(shown), verdict, figure,
                       Text((row.get("error") or "")[:160]))
     console.print(table)

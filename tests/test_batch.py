@@ -1,0 +1,194 @@
+"""`eval.py batch` on a real local Ray cluster (CPU): every verdict equals the verdict of a single `eval.py test`
+run of the same file; a batch is resumable; a lost evaluating process is retried; a submission cannot reach the
+batch's own cluster. All through real subprocesses."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.evalrun import ROOT, run_eval, spec_file
+
+ray = pytest.importorskip("ray", reason="eval.py batch needs Ray (python3 -m pip install 'ray>=2.9')")
+
+ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"
+TIMEOUT = "12"          # seconds per case: the hanging submission's verdict comes at this limit
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+
+# A dozen submissions of ours: correct, broken, cheating, crashing, hanging; and the verdict a single run gives.
+DOZEN = {
+    "submissions/torch_reference.py": True,
+    "tests/broken/honest_blocked.py": True,
+    "tests/exploits/honest_fresh_output.py": True,
+    "tests/exploits/ray_escape.py": True,           # computes the right answer; its escape must fail
+    "tests/broken/zeros.py": False,
+    "tests/broken/transposed.py": False,
+    "tests/broken/layout_kgroup_swapped.py": False,
+    "tests/exploits/out_fp32.py": False,
+    "tests/exploits/out_view_of_input.py": False,
+    "tests/submissions/crashes.py": False,
+    "tests/submissions/syntax_error.py": False,
+    "tests/submissions/hangs.py": False,
+}
+HELPERS = ["tests/broken/_kernel.py", "tests/exploits/_common.py"]
+
+
+@pytest.fixture(scope="module")
+def dozen(tmp_path_factory):
+    """The dozen in one folder (with the helpers they import, which batch skips as "_" files)."""
+    folder = tmp_path_factory.mktemp("dozen")
+    for path in [*DOZEN, *HELPERS]:
+        shutil.copy(os.path.join(ROOT, path), folder / os.path.basename(path))
+    return folder
+
+
+def run_batch(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "batch", *args], cwd=ROOT,
+                          env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def read_jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def dozen_batch(dozen, tmp_path_factory):
+    jsonl = tmp_path_factory.mktemp("rows") / "rows.jsonl"
+    started = time.perf_counter()
+    done = run_batch(str(dozen), "--spec", spec_file(ONE), "--jsonl", str(jsonl), "--timeout", TIMEOUT)
+    return done, jsonl, time.perf_counter() - started
+
+
+def test_every_batch_verdict_equals_the_single_run_verdict(dozen, dozen_batch):
+    done, jsonl, _ = dozen_batch
+    rows = {os.path.basename(r["path"]): r for r in read_jsonl(jsonl)}
+    assert sorted(rows) == sorted(os.path.basename(p) for p in DOZEN), done.stderr[-2000:]
+    assert done.returncode == 112, done.stderr[-2000:]         # some failed
+    spec = spec_file(ONE)
+    for path, expected in DOZEN.items():
+        name = os.path.basename(path)
+        single = run_eval("test", spec, "--submission", str(dozen / name), "--timeout", TIMEOUT,
+                          json_report=True, timeout=300)
+        row = rows[name]
+        assert (single.code == 0) == expected, (name, single.stderr[-1500:])
+        assert row["passed"] == expected and row["evaluated"], (name, row)
+        assert row["exit_code"] == single.code, (name, row, single.code)
+        single_cases = [(c["index"], c["passed"], c["error"]) for c in (single.doc or {}).get("cases", [])]
+        assert [(c["index"], c["passed"], c["error"]) for c in row["cases"]] == single_cases, name
+        assert len(row["sha256"]) == 64 and row["task"] == "nvfp4_gemm" and row["mode"] == "test"
+    assert "hangs.py" in rows and "timed out after 12 s" in rows["hangs.py"]["error"]
+
+
+def test_the_ranked_table_and_the_progress_lines(dozen_batch):
+    done, _, _ = dozen_batch
+    table = done.stdout
+    assert "batch: nvfp4_gemm test" in table
+    passed_at = [table.find(os.path.basename(p)) for p, ok in DOZEN.items() if ok]
+    failed_at = [table.find(os.path.basename(p)) for p, ok in DOZEN.items() if not ok]
+    assert min(passed_at) > 0 and max(passed_at) < min(failed_at), table     # passing rows ranked first
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[batch] ")]
+    assert progress[0].startswith("[batch] 12 submission(s) on ") and "CPU core(s), no GPU" in progress[0]
+    assert sum(1 for line in progress if "/12 " in line) == 12, progress
+
+
+def test_a_submission_cannot_run_code_through_the_batch_cluster(dozen, dozen_batch):
+    """ray_escape joins the cluster with the evaluator's token and starts a Ray task outside the sandbox;
+    before the worker had its own network namespace, that task wrote `escaped` (watched: it did)."""
+    assert not (dozen / "escaped").exists(), (dozen / "escaped").read_text()
+
+
+def test_a_second_batch_evaluates_only_what_changed(dozen, dozen_batch, tmp_path):
+    _, jsonl, _ = dozen_batch
+    again = tmp_path / "rows.jsonl"
+    shutil.copy(jsonl, again)
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    for name in ("torch_reference.py", "zeros.py"):
+        shutil.copy(dozen / name, folder / name)
+    with open(folder / "zeros.py", "a") as f:
+        f.write("\n# changed\n")
+    done = run_batch(str(folder), "--spec", spec_file(ONE), "--jsonl", str(again), "--timeout", TIMEOUT)
+    assert done.returncode == 112, done.stderr[-2000:]
+    assert "[batch] 1 row(s) already in" in done.stderr, done.stderr
+    assert "[batch] 1 submission(s) on " in done.stderr, done.stderr
+    rows = read_jsonl(again)
+    assert len(rows) == len(DOZEN) + 1                       # only the changed file got a new row
+    assert os.path.basename(rows[-1]["path"]) == "zeros.py" and rows[-1]["passed"] is False
+
+
+def test_an_evaluation_whose_process_is_lost_runs_again(tmp_path):
+    """SIGKILL to the Ray worker that runs an evaluation (as a lost node would): its eval.py dies with it
+    and Ray runs the evaluation again; the row says 2 attempts and holds the single-run verdict."""
+    submission = tmp_path / "slow_honest.py"
+    shutil.copy(os.path.join(ROOT, "tests", "batch", "slow_honest.py"), submission)
+    jsonl = tmp_path / "rows.jsonl"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "batch", str(submission), "--spec",
+                             spec_file(ONE), "--jsonl", str(jsonl), "--timeout", "60"], cwd=ROOT, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = evaluator = None
+    deadline = time.time() + 120
+    while time.time() < deadline and victim is None:
+        for pid, cmdline in _processes():
+            args = cmdline.split()
+            if len(args) > 2 and args[1].endswith("eval.py") and args[2] == "test" and "slow_honest.py" in cmdline:
+                evaluator, victim = pid, _parent(pid)
+        time.sleep(0.2)
+    assert victim, "no eval.py run of slow_honest.py appeared"
+    time.sleep(2)                   # inside its first (6 s) call
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-2000:]
+    row, = read_jsonl(jsonl)
+    assert row["passed"] and row["evaluated"] and row["attempts"] == 2, row
+    assert not os.path.exists(f"/proc/{evaluator}") or _state(evaluator) == "Z", "the lost eval.py run lived on"
+
+
+def test_without_ray_batch_says_so_in_one_line(tmp_path):
+    fake = tmp_path / "ray"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('No module named ray (test)')\n")
+    done = run_batch("submissions/torch_reference.py", env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("error: batch needs Ray, which is not installed: "
+                                   "python3 -m pip install 'ray>=2.9'"), done.stderr
+
+
+def test_bad_paths_are_one_line_each_and_the_rest_is_evaluated(tmp_path):
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch("no/such/file.py", str(tmp_path), "submissions/torch_reference.py", "--spec", spec_file(ONE),
+                     "--jsonl", str(jsonl))
+    assert "error: no/such/file.py: no such file or folder" in done.stderr
+    assert f"error: {tmp_path}: no submission (*.py) in this folder" in done.stderr
+    assert done.returncode == 112                             # the run went on, but not every input was good
+    row, = read_jsonl(jsonl)
+    assert row["passed"] is True
+
+
+def _processes():
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    yield int(entry), f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[-1].split()[1])
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return "gone"
