@@ -192,3 +192,42 @@ def _state(pid: int) -> str:
             return f.read().rsplit(")", 1)[-1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_a_node_lost_mid_evaluation_is_replaced_and_the_work_reruns_there(tmp_path):
+    """A real multi-node Ray cluster on this machine (ray.cluster_utils): a head that runs nothing and one
+    worker node. `batch --address` ships the evaluator to the cluster; the worker node is removed while it
+    evaluates, a new node joins, and the evaluation runs again there."""
+    from ray.cluster_utils import Cluster
+    submission = tmp_path / "slow_honest.py"
+    shutil.copy(os.path.join(ROOT, "tests", "batch", "slow_honest.py"), submission)
+    jsonl = tmp_path / "rows.jsonl"
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 0})
+    try:
+        first = cluster.add_node(num_cpus=1)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("POPCORN_", "RAY_ADDRESS"))}
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "batch", str(submission),
+                                 "--spec", spec_file(ONE), "--jsonl", str(jsonl), "--timeout", "60",
+                                 "--address", cluster.address], cwd=ROOT, env=environment,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 180
+        while time.time() < deadline and not _an_eval_of("slow_honest.py"):
+            time.sleep(0.2)
+        assert _an_eval_of("slow_honest.py"), "no eval.py run of slow_honest.py appeared"
+        time.sleep(2)
+        cluster.remove_node(first, allow_graceful=False)
+        cluster.add_node(num_cpus=1)
+        stdout, stderr = proc.communicate(timeout=400)
+    finally:
+        cluster.shutdown()
+    assert proc.returncode == 0, stderr[-3000:]
+    row, = read_jsonl(jsonl)
+    assert row["passed"] and row["attempts"] == 2, row
+
+
+def _an_eval_of(name: str) -> bool:
+    for _, cmdline in _processes():
+        args = cmdline.split()
+        if len(args) > 2 and args[1].endswith("eval.py") and args[2] == "test" and name in cmdline:
+            return True
+    return False
