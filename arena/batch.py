@@ -46,6 +46,8 @@ class BatchPlan:
     cases_id: str                   # which cases: "tests" / "benchmarks" or "spec:<sha256 prefix>"
     case_count: int
     timeout: float                  # seconds per case, as eval.py --timeout
+    on_gpu: bool = False            # one GPU per evaluation (set by the driver once it sees the cluster)
+    driver_omp_threads: str | None = None     # OMP_NUM_THREADS where `batch` was started (None: unset)
 
 
 def find_submissions(paths: list[str]) -> tuple[list[Submission], list[str]]:
@@ -173,6 +175,10 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
         # A whole run may take every case's timeout, the worker's start and the timing after each case.
         deadline = plan.timeout * (plan.case_count + 1) + 300
         environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+        if plan.on_gpu:     # Ray caps a 1-CPU task at one OpenMP thread; a single run on a GPU has no such cap
+            environment.pop("OMP_NUM_THREADS", None)
+            if plan.driver_omp_threads is not None:
+                environment["OMP_NUM_THREADS"] = plan.driver_omp_threads
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    start_new_session=True, preexec_fn=_die_with_parent)

@@ -3,6 +3,7 @@ on a GPU (or a core) of it, streams the rows to the JSONL file as they finish, s
 ranked table. Imports Ray only inside `run_batch`, so `batch` without Ray is one line."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -101,6 +102,7 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
                                                                soft=False)).remote()
         task = ray.remote(evaluate_one).options(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES,
                                                 retry_exceptions=False)
+        plan = dataclasses.replace(plan, on_gpu=bool(gpus), driver_omp_threads=os.environ.get("OMP_NUM_THREADS"))
         pending = {task.remote(s, plan, counter): s for s in todo}
         rows = []
         bar = Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

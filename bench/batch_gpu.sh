@@ -19,7 +19,7 @@ make_subs() {
         { cat submissions/torch_reference.py; echo "# copy $i"; } > "$SUBS/torch_reference_copy$i.py"; done
     cp tests/exploits/_common.py tests/exploits/honest_fresh_output.py tests/exploits/honest_view_of_c.py \
        tests/exploits/honest_joined_thread.py "$SUBS/"
-    cp tests/broken/zeros.py tests/submissions/crashes.py "$SUBS/"
+    cp tests/broken/_kernel.py tests/broken/zeros.py tests/submissions/crashes.py "$SUBS/"
 }
 
 for step in $steps; do case $step in
