@@ -136,12 +136,14 @@ def compile_command(submission, task_dir, archs, expect):
               "all its GPUs, or its cores without a GPU).")
 @click.option("--timeout", type=float, default=180.0, show_default=True,
               help="Seconds per case before a submission is stopped, as in a single run.")
-def batch(paths, task_dir, mode, specfile, jsonl, address, timeout):
+@click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
+              help="Also write the ranking as a self-contained HTML file.")
+def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path):
     """Evaluate many submissions (files, or folders of *.py files) in parallel on Ray: one GPU each."""
-    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout))
+    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path))
 
 
-def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout) -> int:
+def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None) -> int:
     from rich.console import Console
 
     from arena.batch import BatchPlan, find_submissions, read_rows
@@ -183,7 +185,19 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout) -> int:
                      mode=mode, spec_text=spec_text,
                      cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
                      else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
-    code, _ = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier)
+    for path, what in ((report_path, "report"), (jsonl, "JSONL file")):
+        parent = os.path.dirname(os.path.abspath(path)) if path else ""
+        if path and not os.path.isdir(parent):
+            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+    code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier)
+    if report_path:
+        from arena.html_report import write_batch_report
+        try:
+            write_batch_report(report_path, f"nvfp4-arena batch: {plan.task_name} {mode} ({plan.cases_id})",
+                               ranked, timed=mode != "test")
+            click.echo(f"report: {report_path}", err=True)
+        except OSError as error:
+            click.echo(f"error: cannot write the report: {error}", err=True)
     return EXIT_FAILED if errors and code == EXIT_OK else code
 
 

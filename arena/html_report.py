@@ -159,3 +159,48 @@ def write_plots(folder: str, results: list[CaseResult]) -> list[str]:
             save(f"case{r.index}_{label}_error.png", f.error_png)
             save(f"case{r.index}_{label}_reference.png", f.reference_png)
     return written
+
+
+# ---- eval.py batch --report: the ranking ---------------------------------------------------------------------
+
+def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
+    """The batch's ranked rows (arena/batch.py row dicts, already ranked) as one table; in a timed mode each
+    passing row gets a bar of its geomean against the fastest."""
+    cases = sorted({c["index"] for r in rows for c in r.get("cases", [])})
+    best = min((r["geomean_us"] for r in rows if r.get("passed") and r.get("geomean_us")), default=None)
+    head = "".join(f"<th>{h}</th>" for h in ["#", "submission", "verdict", "geomean µs" if timed else "cases"]
+                   + ([f"case {i} µs" for i in cases] if timed else []) + ["first error", "GPU", "attempts"])
+    body = []
+    for number, r in enumerate(rows, 1):
+        state = "pass" if r.get("passed") else "fail"
+        verdict = "✔ passed" if r.get("passed") else ("✘ failed" if r.get("evaluated") else "? lost")
+        if timed:
+            geo = r.get("geomean_us")
+            figure = "—" if not geo else (f"{geo:.3f}" + (
+                f'<div class="bar" style="width:{max(2, min(100, 100 * best / geo)):.0f}%"></div>' if best else ""))
+        else:
+            figure = f"{sum(1 for c in r.get('cases', []) if c.get('passed'))}/{len(r.get('cases', []))}"
+        per_case = ""
+        if timed:
+            by_index = {c["index"]: c for c in r.get("cases", [])}
+            per_case = "".join(
+                f"<td>{by_index[i]['mean_us']:.3f} ± {by_index[i]['err_us']:.3f}</td>"
+                if i in by_index and by_index[i].get("mean_us") else "<td>—</td>" for i in cases)
+        body.append(f'<tr class="{state}"><td>{number if r.get("passed") else ""}</td>'
+                    f"<td>{html.escape(r['path'])}</td><td class=\"mark-{state}\">{verdict}</td><td>{figure}</td>"
+                    f"{per_case}<td>{html.escape((r.get('error') or '')[:300])}</td>"
+                    f"<td>{html.escape(str(r.get('gpu') or '') + (' #' + str(r['cuda_visible_devices']) if r.get('cuda_visible_devices') else ''))}</td>"
+                    f"<td>{r.get('attempts') or ''}</td></tr>")
+    passed = sum(1 for r in rows if r.get("passed"))
+    style = STYLE + ("table.rank { border-collapse: collapse; font-size: 13px; } table.rank td, table.rank th "
+                     "{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }"
+                     " .bar { height: 6px; background: #2a9d55; margin-top: 3px; } tr.fail { color: #777; }")
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+            f'<div class="verdict" id="verdict">{passed} of {len(rows)} submissions passed</div>'
+            f'<table class="rank"><tr>{head}</tr>{"".join(body)}</table></body></html>')
+
+
+def write_batch_report(path: str, title: str, rows: list[dict], timed: bool):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_batch_html(title, rows, timed))

@@ -109,12 +109,18 @@ def test_a_second_batch_evaluates_only_what_changed(dozen, dozen_batch, tmp_path
     shutil.copy(jsonl, again)
     folder = tmp_path / "subs"
     folder.mkdir()
-    for name in ("torch_reference.py", "zeros.py"):
+    for name in ("torch_reference.py", "zeros.py", "_kernel.py"):
         shutil.copy(dozen / name, folder / name)
     with open(folder / "zeros.py", "a") as f:
         f.write("\n# changed\n")
-    done = run_batch(str(folder), "--spec", spec_file(ONE), "--jsonl", str(again), "--timeout", TIMEOUT)
+    report = tmp_path / "rank.html"
+    done = run_batch(str(folder), "--spec", spec_file(ONE), "--jsonl", str(again), "--timeout", TIMEOUT,
+                     "--report", str(report))
     assert done.returncode == 112, done.stderr[-2000:]
+    page = report.read_text()
+    assert "1 of 2 submissions passed" in page
+    assert 0 < page.find("torch_reference.py") < page.find("zeros.py"), page      # the passing row ranks first
+    assert "wrong result" in page
     assert "[batch] 1 row(s) already in" in done.stderr, done.stderr
     assert "[batch] 1 submission(s) on " in done.stderr, done.stderr
     rows = read_jsonl(again)
