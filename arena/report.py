@@ -293,7 +293,8 @@ def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool
     console.print(f"[bold]diagnose[/bold] {spec}")
     if not_gemm:
         console.print("[dim]structured GEMM probes exist for the nvfp4_gemm contract only; this task gets the "
-                      "random case with its diagnosis and the repeat probe (group GEMM: also guard rows past M)[/dim]")
+                      "random case with its diagnosis, the probes its reference.py names (PROBES), and the repeat probe (group "
+                      "GEMM: also guard rows past M)[/dim]")
     for r in results:
         mark = "[green]✔[/green]" if r.ok else "[red]✘[/red]"
         console.print(f"{mark} [bold]{r.name}[/bold]: ", end="")

@@ -46,7 +46,9 @@ class Anatomy:
         elif self.untouched and self.untouched > max(1, self.elements // 1000):
             out.append(f"{self.untouched} elements still hold the pre-filled c")
         if len(self.batch_counts) > 1:
-            out.append("wrong per batch: " + ", ".join(f"l={l}: {n}" for l, n in enumerate(self.batch_counts)))
+            shown = ", ".join(f"l={l}: {n}" for l, n in enumerate(self.batch_counts[:16]))
+            more = len(self.batch_counts) - 16
+            out.append("wrong per batch: " + shown + (f", … ({more} more batches)" if more > 0 else ""))
         if self.row_pattern:
             out.append(f"wrong rows: {self.row_pattern}")
         if self.col_pattern:

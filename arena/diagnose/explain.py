@@ -45,6 +45,20 @@ def _expected_from(reference, data, fresh):
     return reference.ref_kernel(clone_data(fresh if fresh is not None else data))
 
 
+def _task_diagnosis(own, data, output, expected, prefilled, rtol, atol) -> Diagnosis | None:
+    """The task's `diagnose_failure(data, output, expected, rtol, atol) -> (summary, evidence, key) | None`
+    (its reference.py), after the contract-free anatomy: an untouched or all-zero output is said as for any
+    task; the anatomy's lines lead the evidence."""
+    general = diagnose(data, output, expected, prefilled, rtol, atol, hypotheses=False)
+    if general is not None and general.hypothesis in ("untouched", "all_zero", "unwritten_tiles"):
+        return general
+    found = own(data, output, expected, rtol, atol)
+    if found is None:
+        return general
+    summary, evidence, key = found
+    return Diagnosis(summary, (general.evidence if general else []) + list(evidence), key)
+
+
 def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | None:
     """The hook for a failed check: never raises; a failure of the diagnostics becomes one line. The tolerance
     is the one the task's check used (task.yml), else the common default."""
@@ -61,7 +75,10 @@ def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | Non
             fresh = fresh if len(mine) == len(theirs) and all(map(same_bits, mine, theirs)) else None
         expected = _expected_from(reference, data, fresh)
         prefilled = prefilled_of(fresh) if fresh is not None else None
-        if grouped:
+        own = getattr(reference, "diagnose_failure", None)       # a task's own stages and classic bugs
+        if own is not None and not grouped:
+            found = _task_diagnosis(own, data, output, expected, prefilled, rtol, atol)
+        elif grouped:
             found = diagnose_groups(data, output, expected, prefilled, rtol, atol)
         elif isinstance(expected, torch.Tensor) and expected.shape == output.shape:
             found = diagnose(data, output, expected, prefilled, rtol, atol)

@@ -258,10 +258,11 @@ def _map_table(want_row, want_block, got_row, got_block, right, limit: int = 10)
     return lines
 
 
-def probe_random(call, reference, args: dict, regenerate) -> ProbeResult:
-    """The case itself, with the official random data: checked, and diagnosed when wrong."""
+def probe_random(call, reference, args: dict, regenerate, name: str = "") -> ProbeResult:
+    """The case itself, with the official random data (or a task's probe input): checked, and diagnosed when
+    wrong."""
     from arena.nested import clone_data
-    name = "random case (" + "; ".join(f"{k}: {v}" for k, v in args.items()) + ")"
+    name = name or "random case (" + "; ".join(f"{k}: {v}" for k, v in args.items()) + ")"
     data = regenerate()
     try:
         out = call(clone_data(data))
@@ -377,6 +378,10 @@ def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
         results.append(probe_scale_map(call, "A", m, n, k, l, device))
         results.append(probe_scale_map(call, "B", m, n, k, l, device))
     results.append(probe_random(call, reference, args, regenerate))
+    for name, keys in getattr(reference, "PROBES", {}).items():     # a task's own structured inputs
+        probe_args = {**args, **keys}
+        results.append(probe_random(call, reference, probe_args, lambda a=probe_args: reference.generate_input(**a),
+                                    name=name))
     if is_group_contract(sample):
         results.append(probe_group_bounds(call, regenerate))
     results.append(probe_repeat(call, regenerate))

@@ -1,0 +1,123 @@
+"""fp8_attention (issue 17): the reference against an fp64 model that shares no code with it, the example
+submissions, and each diagnosis on a planted bug (quiet on honest kernels), through real eval.py runs."""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from tests.evalrun import ROOT, run_eval, spec_file
+
+TASK = os.path.join(ROOT, "tasks", "fp8_attention")
+CASE = "b: 1; h: 2; s: 128; d: 64; causal: 1; seed: 5\n"
+
+
+def broken(name: str) -> str:
+    return os.path.join(ROOT, "tests", "broken", f"{name}.py")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from arena.taskdef import load_task
+    return load_task(TASK).import_reference()
+
+
+def e4m3_to_float64(raw: np.ndarray) -> np.ndarray:
+    """FP8 e4m3fn bytes decoded from their bit fields (sign, 4-bit exponent with bias 7, 3-bit mantissa)."""
+    raw = raw.astype(np.int64)
+    sign = np.where(raw & 0x80, -1.0, 1.0)
+    exponent, mantissa = (raw >> 3) & 0xF, raw & 0x7
+    normal = (1.0 + mantissa / 8.0) * np.power(2.0, exponent - 7)
+    subnormal = (mantissa / 8.0) * 2.0 ** -6
+    value = sign * np.where(exponent == 0, subnormal, normal)
+    return np.where((exponent == 0xF) & (mantissa == 0x7), np.nan, value)
+
+
+def model_fp64(q8, k8, v8, qs, ks, vs, causal) -> np.ndarray:
+    """Attention in float64 with numpy, written from the task's description alone."""
+    def real(x8, scale):
+        return e4m3_to_float64(x8.contiguous().view(torch.uint8).cpu().numpy()) * float(scale.cpu()[0])
+    q, k, v = real(q8, qs), real(k8, ks), real(v8, vs)
+    s, d = q.shape[-2], q.shape[-1]
+    scores = np.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(d)
+    if causal:
+        scores = np.where(np.arange(s)[None, :] > np.arange(s)[:, None], -np.inf, scores)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("bhij,bhjd->bhid", weights, v)
+
+
+@pytest.mark.parametrize("which", ["tests", "robustness"])
+def test_the_reference_is_within_one_bf16_rounding_of_an_fp64_model(reference, which):
+    from arena.taskdef import load_task
+    for case in load_task(TASK).cases(which):
+        data = reference.generate_input(**case.args)
+        model = model_fp64(*data[:7])
+        got = reference.ref_kernel(data).float().cpu().numpy().astype(np.float64)
+        # one bf16 rounding of the exact value: at most half an ulp (2^-9 relative), plus fp32 noise
+        bound = np.abs(model) * 2.0 ** -8 + 1e-6
+        assert np.all(np.abs(got - model) <= bound), (case.spec, float(np.max(np.abs(got - model) - bound)))
+
+
+def test_the_scales_are_powers_of_two_so_dequantization_is_exact(reference):
+    data = reference.generate_input(b=1, h=2, s=64, d=64, causal=0, seed=3)
+    for scale in data[3:6]:
+        mantissa, _ = math.frexp(float(scale[0]))
+        assert mantissa == 0.5, float(scale[0])
+    assert float(data[2].float().abs().max() * data[5][0]) > 4.0      # V has outliers beyond ±1 (clipping shows)
+
+
+def test_the_probes_are_what_they_say(reference):
+    q8, k8, v8, qs, ks, vs, causal, out = reference.generate_input(b=1, h=1, s=64, d=64, causal=0, seed=1,
+                                                                   data="onehot_v")
+    probabilities = reference.ref_kernel((q8, k8, v8, qs, ks, vs, causal, out)).float()
+    assert torch.allclose(probabilities.sum(-1), torch.ones(1, 1, 64), atol=2e-2)       # each row: P, summing to 1
+    data = reference.generate_input(b=1, h=1, s=32, d=64, causal=1, seed=1, data="uniform_q")
+    assert float(data[0].float().abs().max()) == 0.0
+    big = reference.generate_input(b=1, h=1, s=64, d=64, causal=0, seed=1, data="large_scores")
+    scores = (big[0].float() * big[3]) @ (big[1].float() * big[4]).transpose(-1, -2) / 8.0
+    assert float(scores.max()) > 89.0          # exp() of it overflows fp32 without the max subtraction
+
+
+@pytest.mark.parametrize("submission", [os.path.join(TASK, "torch_submission.py"), broken("attn_honest")])
+def test_honest_submissions_pass_every_case_and_every_probe(submission):
+    run = run_eval("test", "--task", TASK, "--submission", submission)
+    assert run.code == 0, run.stdout[-2000:]
+    run = run_eval("test", "--task", TASK, "--submission", submission, "--set", "robustness")
+    assert run.code == 0, run.stdout[-2000:]
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", submission)
+    assert probes.code == 0 and "5 of 5 probes passed" in probes.stdout, probes.stdout[-2000:]
+    assert "✘" not in probes.stdout and "Stage" not in probes.stdout, probes.stdout[-2000:]
+
+
+@pytest.mark.parametrize("bug,expected", [
+    ("attn_no_softmax_scale", "Stage scores: the scores miss the 1/√D factor"),
+    ("attn_qk_scales_ignored", "Stage scores: the scores ignore q_scale and k_scale"),
+    ("attn_causal_ignored", "Stage scores: no causal mask"),
+    ("attn_diagonal_hidden", "Stage scores: the causal mask also hides the diagonal"),
+    ("attn_k_heads_rows_swapped", "Stage scores: K read with the head and row strides exchanged"),
+    ("attn_not_normalised", "Stage softmax: the softmax is not normalised"),
+    ("attn_v_scale_ignored", "Stage output: the output ignores v_scale"),
+    ("attn_v_clipped", "Stage output: V clipped to ±1.0"),
+])
+def test_each_planted_bug_gets_its_stage_and_name(bug, expected):
+    run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken(bug))
+    assert run.code == 112, run.stdout[-2000:]
+    assert expected in " ".join(run.stdout.split()), run.stdout[-3000:]
+
+
+def test_an_overflowing_softmax_is_caught_by_the_large_scores_probe():
+    run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken("attn_no_max_subtraction"))
+    assert run.code == 0, run.stdout[-2000:]          # right on ordinary scores: the tests alone miss it
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("attn_no_max_subtraction"))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112 and "✘ large scores" in text, probes.stdout[-3000:]
+    assert "NaN/Inf" in text, probes.stdout[-3000:]
+
+
+def test_a_missing_barrier_shows_as_different_bits_between_identical_calls():
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("attn_race"))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112 and "✘ repeat" in text, probes.stdout[-3000:]
