@@ -17,7 +17,7 @@ from tests.evalrun import ROOT
 
 TASK_YMLS = {"nvfp4_gemm": Path(ROOT) / "task.yml",
              **{name: Path(ROOT) / "tasks" / name / "task.yml"
-                for name in ("nvfp4_gemv", "nvfp4_dual_gemm", "nvfp4_group_gemm", "fp8_attention")}}
+                for name in ("nvfp4_gemv", "nvfp4_dual_gemm", "nvfp4_group_gemm", "fp8_attention", "nvfp4_moe")}}
 SUBMISSIONS = {"nvfp4_gemm": Path(ROOT) / "submissions" / "torch_reference.py",
                **{name: Path(ROOT) / "tasks" / name / "torch_submission.py" for name in TASK_YMLS
                   if name != "nvfp4_gemm"}}

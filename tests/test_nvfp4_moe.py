@@ -1,0 +1,159 @@
+"""nvfp4_moe (issue 17): the reference against an fp64 numpy model that shares no code with it, the
+reference's own self-check, the structured probes, and the stage diagnosis of each planted bug (quiet on honest
+kernels), through real eval.py runs."""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from tests.evalrun import ROOT, run_eval, spec_file
+
+TASK = os.path.join(ROOT, "tasks", "nvfp4_moe")
+CASE = "t: 16; h: 256; i: 128; e: 8; k: 2; seed: 7\n"
+E2M1_GRID = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def broken(name: str) -> str:
+    return os.path.join(ROOT, "tests", "broken", f"{name}.py")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from arena.taskdef import load_task
+    return load_task(TASK).import_reference()
+
+
+# ---- an fp64 model from the task's description alone ---------------------------------------------------------
+
+def bytes_of(t: torch.Tensor) -> np.ndarray:
+    return t.contiguous().view(torch.uint8).cpu().numpy().astype(np.int64)
+
+
+def e2m1_values(packed: torch.Tensor) -> np.ndarray:
+    raw = bytes_of(packed)
+    codes = np.stack((raw & 0xF, raw >> 4), axis=-1).reshape(*raw.shape[:-1], -1)
+    return np.where(codes & 8, -1.0, 1.0) * E2M1_GRID[codes & 7]
+
+
+def e4m3_values(scales: torch.Tensor) -> np.ndarray:
+    raw = bytes_of(scales)
+    exponent, mantissa = (raw >> 3) & 0xF, raw & 7
+    value = np.where(exponent == 0, mantissa / 8.0 * 2.0 ** -6, (1 + mantissa / 8.0) * 2.0 ** (exponent - 7.0))
+    return np.where(raw & 0x80, -value, value)
+
+
+def round_e4m3(v: np.ndarray) -> np.ndarray:
+    """Non-negative values to the nearest e4m3 value (ties to even), at most 448."""
+    out = np.zeros_like(v)
+    nz = v > 0
+    exponent = np.maximum(np.floor(np.log2(v[nz])), -6.0)
+    step = 2.0 ** (exponent - 3)
+    out[nz] = np.minimum(np.round(v[nz] / step) * step, 448.0)
+    return out
+
+
+def round_e2m1(m: np.ndarray) -> np.ndarray:
+    """Non-negative magnitudes to the nearest e2m1 value (ties to the even code), at most 6."""
+    m = np.minimum(m, 6.0)
+    low = np.clip(np.searchsorted(E2M1_GRID, m, side="right") - 1, 0, 6)
+    up = low + 1
+    d_low, d_up = m - E2M1_GRID[low], E2M1_GRID[up] - m
+    pick = np.where((d_up < d_low) | ((d_up == d_low) & (up % 2 == 0)), up, low)
+    return E2M1_GRID[pick]
+
+
+def nvfp4(x: np.ndarray, gs: float) -> np.ndarray:
+    """x [R, C] -> its NVFP4 value: block scale e4m3(amax/6/gs), elements e2m1(x / (scale × gs))."""
+    blocks = x.reshape(x.shape[0], -1, 16)
+    scale = round_e4m3(np.abs(blocks).max(axis=-1, keepdims=True) / 6.0 / gs) * gs
+    safe = np.where(scale > 0, scale, 1.0)
+    q = np.sign(blocks) * round_e2m1(np.abs(blocks) / safe) * np.where(scale > 0, scale, 0.0)
+    return q.reshape(x.shape)
+
+
+def model_fp64(data) -> np.ndarray:
+    (x, ids, weights, w1, w1_sf, _, w1_gs, w2, w2_sf, _, w2_gs, a1_gs, a2_gs, _) = data
+    ids, weights = ids.cpu().numpy(), weights.double().cpu().numpy()
+    g1, g2 = float(a1_gs[0]), float(a2_gs[0])
+    W1 = e2m1_values(w1) * np.repeat(e4m3_values(w1_sf), 16, axis=-1) * w1_gs.double().cpu().numpy()[:, None, None]
+    W2 = e2m1_values(w2) * np.repeat(e4m3_values(w2_sf), 16, axis=-1) * w2_gs.double().cpu().numpy()[:, None, None]
+    xq = nvfp4(x.double().cpu().numpy(), g1)
+    inter = W1.shape[1] // 2
+    out = np.zeros((x.shape[0], W2.shape[1]))
+    for t in range(x.shape[0]):
+        for j in range(ids.shape[1]):
+            e = ids[t, j]
+            hid = W1[e] @ xq[t]
+            gate, up = hid[:inter], hid[inter:]
+            act = gate / (1.0 + np.exp(-gate)) * up
+            out[t] += weights[t, j] * (W2[e] @ nvfp4(act[None, :], g2)[0])
+    return out
+
+
+@pytest.mark.parametrize("which", ["tests", "robustness"])
+def test_the_reference_agrees_with_an_fp64_model_within_the_tolerance(reference, which):
+    from arena.taskdef import load_task
+    task = load_task(TASK)
+    rtol, atol = task.tolerance["rtol"], task.tolerance["atol"]
+    for case in task.cases(which):
+        data = reference.generate_input(**case.args)
+        model = model_fp64(data)
+        got = reference.ref_kernel(data).double().cpu().numpy()
+        scale = np.abs(model).max()
+        beyond = np.abs(got - model) > atol + rtol * np.abs(model)
+        assert not beyond.any(), (case.spec, int(beyond.sum()))
+        # most elements are one bf16 rounding away; rare requantization flips (fp32 vs fp64 at a midpoint) more
+        near = np.abs(got - model) <= np.abs(model) * 2.0 ** -8 + 1e-6 * scale
+        assert near.mean() > 0.98, (case.spec, float(near.mean()))
+
+
+def test_the_reference_self_check_agrees(reference):
+    data = reference.generate_input(t=16, h=256, i=128, e=8, k=2, seed=7)
+    expected = reference.ref_kernel(data).float()
+    dense = reference.dense_reference(data)
+    assert torch.allclose(expected.double(), dense, rtol=2e-2, atol=2e-2)
+
+
+def test_the_uniform_probe_gives_exactly_1_5_squared_times_h_before_the_activation(reference):
+    h = 256
+    data = reference.generate_input(t=4, h=h, i=64, e=2, k=2, seed=1, data="uniform")
+    x_real = reference.stages(data, upto=1)["x_dequantized"]
+    w1_real = e2m1_values(data[3]) * np.repeat(e4m3_values(data[4]), 16, axis=-1)
+    assert np.all(x_real.cpu().numpy() @ w1_real[0].T == 1.5 * 1.5 * h)        # each L1 output exactly 1.5²·H
+    blocked = reference.generate_input(t=4, h=h, i=64, e=2, k=2, seed=1, data="uniform")[5]
+    assert torch.equal(blocked.view(torch.uint8), torch.full_like(blocked.view(torch.uint8), 0x38))   # all 1.0
+
+
+@pytest.mark.parametrize("submission", [os.path.join(TASK, "torch_submission.py"), broken("moe_honest")])
+def test_honest_submissions_pass_every_case_and_every_probe(submission):
+    for which in ("tests", "robustness"):
+        run = run_eval("test", "--task", TASK, "--submission", submission, "--set", which)
+        assert run.code == 0, run.stdout[-2000:]
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", submission)
+    assert probes.code == 0 and "5 of 5 probes passed" in probes.stdout, probes.stdout[-2000:]
+    assert "Stage" not in probes.stdout
+
+
+@pytest.mark.parametrize("bug,expected", [
+    ("moe_activation_not_quantized", "Stage 1 activation quantization: x used in bf16"),
+    ("moe_scales_blocked_as_plain", "Stage 2 L1 GEMM: the weights' blocked (128x4) scales read as plain"),
+    ("moe_alpha_without_weight_scale", "Stage 2 L1 GEMM: alpha without the weight global scale"),
+    ("moe_gate_up_swapped", "Stage 3 SiLU(gate)·up: gate and up exchanged"),
+    ("moe_requant_skipped", "Stage 4 requantization: the intermediate kept in high precision"),
+    ("moe_combine_unweighted", "Stage 6 weighted combine: the experts' outputs summed without the top-k"),
+])
+def test_each_planted_bug_gets_its_stage_and_name(bug, expected):
+    run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken(bug))
+    assert run.code == 112, run.stdout[-2000:]
+    text = " ".join(run.stdout.split())
+    assert expected in text, run.stdout[-3000:]
+    assert "reference self-check: ref_kernel and the independent dense per-token reference agree on 100.00%" in text
+
+
+def test_a_wrong_scale_remap_passes_the_uniform_probe_and_fails_the_random_case():
+    """The field story: the uniform probe cannot see a scale layout, so a layout bug passes it and fails the
+    random case, which points at the scales rather than the GEMM."""
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("moe_scales_blocked_as_plain"))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112 and "✔ uniform" in text and "✘ random case" in text, probes.stdout[-3000:]
