@@ -72,7 +72,7 @@ def test_the_scales_are_powers_of_two_so_dequantization_is_exact(reference):
 def test_the_probes_are_what_they_say(reference):
     q8, k8, v8, qs, ks, vs, causal, out = reference.generate_input(b=1, h=1, s=64, d=64, causal=0, seed=1,
                                                                    data="onehot_v")
-    probabilities = reference.ref_kernel((q8, k8, v8, qs, ks, vs, causal, out)).float()
+    probabilities = reference.ref_kernel((q8, k8, v8, qs, ks, vs, causal, out)).float().cpu()
     assert torch.allclose(probabilities.sum(-1), torch.ones(1, 1, 64), atol=2e-2)       # each row: P, summing to 1
     data = reference.generate_input(b=1, h=1, s=32, d=64, causal=1, seed=1, data="uniform_q")
     assert float(data[0].float().abs().max()) == 0.0

@@ -110,7 +110,7 @@ def test_the_reference_agrees_with_an_fp64_model_within_the_tolerance(reference,
 
 def test_the_reference_self_check_agrees(reference):
     data = reference.generate_input(t=16, h=256, i=128, e=8, k=2, seed=7)
-    expected = reference.ref_kernel(data).float()
+    expected = reference.ref_kernel(data).float().cpu()
     dense = reference.dense_reference(data)
     assert torch.allclose(expected.double(), dense, rtol=2e-2, atol=2e-2)
 
