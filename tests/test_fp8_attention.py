@@ -108,6 +108,13 @@ def test_each_planted_bug_gets_its_stage_and_name(bug, expected):
     assert expected in " ".join(run.stdout.split()), run.stdout[-3000:]
 
 
+def test_an_output_stuck_at_a_bound_is_named_saturation():
+    run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken("attn_out_saturated"))
+    text = " ".join(run.stdout.split())
+    assert run.code == 112 and "Saturation: " in text and "sits exactly at ±0.125" in text, run.stdout[-3000:]
+    assert "wrong per batch" not in text
+
+
 def test_an_overflowing_softmax_is_caught_by_the_large_scores_probe():
     run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken("attn_no_max_subtraction"))
     assert run.code == 0, run.stdout[-2000:]          # right on ordinary scores: the tests alone miss it

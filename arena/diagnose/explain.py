@@ -56,7 +56,10 @@ def _task_diagnosis(own, data, output, expected, prefilled, rtol, atol) -> Diagn
     if found is None:
         return general
     summary, evidence, key = found
-    return Diagnosis(summary, (general.evidence if general else []) + list(evidence), key)
+    # "per batch" means the last dimension of an [M, N, L] output; for other shapes it says nothing
+    kept = [line for line in (general.evidence if general else [])
+            if output.dim() == 3 or not line.startswith("wrong per batch")]
+    return Diagnosis(summary, kept + list(evidence), key)
 
 
 def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | None:
