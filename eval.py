@@ -138,12 +138,15 @@ def compile_command(submission, task_dir, archs, expect):
               help="Seconds per case before a submission is stopped, as in a single run.")
 @click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the ranking as a self-contained HTML file.")
-def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path):
+@click.option("--gpus", type=click.IntRange(min=0), default=None,
+              help="GPUs of this machine the local Ray instance offers (default: every GPU it finds; 0: "
+              "evaluate on the cores). Not with --address.")
+def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus):
     """Evaluate many submissions (files, or folders of *.py files) in parallel on Ray: one GPU each."""
-    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path))
+    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus))
 
 
-def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None) -> int:
+def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None) -> int:
     from rich.console import Console
 
     from arena.batch import BatchPlan, find_submissions, read_rows
@@ -154,6 +157,8 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
     missing = ray_missing_line()
     if missing:
         fail_setup(missing, EXIT_USAGE)
+    if gpus is not None and address:
+        fail_setup("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own", EXIT_USAGE)
     try:
         task = load_task(task_dir)
         spec_text = None
@@ -189,7 +194,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
         parent = os.path.dirname(os.path.abspath(path)) if path else ""
         if path and not os.path.isdir(parent):
             fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
-    code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier)
+    code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
     if report_path:
         from arena.html_report import write_batch_report
         try:

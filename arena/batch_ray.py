@@ -41,13 +41,14 @@ def ray_missing_line() -> str | None:
     return None
 
 
-def _start_ray(ray, address: str | None):
+def _start_ray(ray, address: str | None, gpus: int | None):
     import logging
     runtime_env = None
     if address:         # other machines: they get this folder (eval.py, arena/, the tasks) from the driver
         runtime_env = {"working_dir": ROOT, "excludes": UPLOAD_EXCLUDES}
+    local = {} if address or gpus is None else {"num_gpus": gpus}      # Ray's own count of the GPUs otherwise
     ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             runtime_env=runtime_env, configure_logging=True)
+             runtime_env=runtime_env, configure_logging=True, **local)
 
 
 def _lost_row(submission: Submission, plan: BatchPlan, error: Exception) -> dict:
@@ -65,7 +66,7 @@ def _rows_for(submission: Submission, row: dict) -> list[dict]:
 
 
 def run_batch(submissions: list[Submission], plan: BatchPlan, jsonl: str, address: str | None, console,
-              progress_console, earlier: dict) -> tuple[int, list[dict]]:
+              progress_console, earlier: dict, gpus: int | None = None) -> tuple[int, list[dict]]:
     """Evaluate every submission whose row is not in `earlier`; append each row to `jsonl` as it comes;
     return the exit code and every row of this batch (earlier ones included), ranked."""
     ray = _import_ray()
@@ -80,17 +81,18 @@ def run_batch(submissions: list[Submission], plan: BatchPlan, jsonl: str, addres
         progress_console.print(f"[batch] {len(rows)} row(s) already in {jsonl}: not evaluated again",
                                highlight=False, markup=False)
     if todo:
-        rows.extend(_fan_out(ray, todo, plan, jsonl, address, progress_console))
+        rows.extend(_fan_out(ray, todo, plan, jsonl, address, progress_console, gpus))
     ranked = rank(rows, plan.mode)
     render_table(console, ranked, plan)
     return (EXIT_OK if ranked and all(r.get("passed") for r in ranked) else EXIT_FAILED), ranked
 
 
-def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, progress_console) -> list[dict]:
+def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, progress_console,
+             gpus: int | None) -> list[dict]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    _start_ray(ray, address)
+    _start_ray(ray, address, gpus)
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -237,3 +237,33 @@ def _an_eval_of(name: str) -> bool:
         if len(args) > 2 and args[1].endswith("eval.py") and args[2] == "test" and name in cmdline:
             return True
     return False
+
+
+def test_one_evaluation_per_gpu_at_a_time_over_every_gpu(tmp_path):
+    """Ray's GPU accounting, exercised on this CPU machine by declaring two GPUs (`--gpus 2`; the evaluations
+    themselves run on the CPU): each evaluation holds one GPU id (its CUDA_VISIBLE_DEVICES), both ids are
+    used, two evaluations never hold one id at once, and the two ids work at the same time."""
+    for number in range(4):
+        with open(tmp_path / f"slow_{number}.py", "w") as f:
+            f.write(open(os.path.join(ROOT, "tests", "batch", "slow_honest.py")).read() + f"\n# copy {number}\n")
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch(str(tmp_path), "--spec", spec_file(ONE), "--jsonl", str(jsonl), "--gpus", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[batch] 4 submission(s) on 2 GPU(s), one evaluation per GPU" in done.stderr, done.stderr
+    rows = read_jsonl(jsonl)
+    by_gpu = {}
+    for row in rows:
+        by_gpu.setdefault(row["cuda_visible_devices"], []).append((row["started"], row["finished"]))
+    assert sorted(by_gpu) == ["0", "1"], by_gpu
+    for spans in by_gpu.values():
+        spans.sort()
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans
+    first, second = (sorted(spans)[0] for spans in by_gpu.values())
+    assert max(first[0], second[0]) < min(first[1], second[1]), by_gpu     # the two GPUs worked at once
+
+
+def test_gpus_with_an_address_is_one_line():
+    done = run_batch("submissions/torch_reference.py", "--gpus", "1", "--address", "127.0.0.1:1")
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("error: --gpus sets what a local Ray instance offers; a cluster (--address) "
+                                   "declares its own"), done.stderr

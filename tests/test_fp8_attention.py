@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.evalrun import ROOT, run_eval, spec_file
+from tests.taskload import task_reference
 
 TASK = os.path.join(ROOT, "tasks", "fp8_attention")
 CASE = "b: 1; h: 2; s: 128; d: 64; causal: 1; seed: 5\n"
@@ -19,8 +20,8 @@ def broken(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def reference():
-    from arena.taskdef import load_task
-    return load_task(TASK).import_reference()
+    with task_reference(TASK) as module:
+        yield module
 
 
 def e4m3_to_float64(raw: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.evalrun import ROOT, run_eval, spec_file
+from tests.taskload import task_reference
 
 TASK = os.path.join(ROOT, "tasks", "nvfp4_moe")
 CASE = "t: 16; h: 256; i: 128; e: 8; k: 2; seed: 7\n"
@@ -20,8 +21,8 @@ def broken(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def reference():
-    from arena.taskdef import load_task
-    return load_task(TASK).import_reference()
+    with task_reference(TASK) as module:
+        yield module
 
 
 # ---- an fp64 model from the task's description alone ---------------------------------------------------------
