@@ -44,6 +44,7 @@ def main(argv):
         folder, other = argv[1], rows_of(argv[2])
         base = {name: means_of_single(os.path.join(folder, name[:-3] + ".json")) for name in other
                 if os.path.exists(os.path.join(folder, name[:-3] + ".json"))}
+        base = {name: base.get(name) or means_of_row(row) for name, row in other.items()}   # no single run: itself
         labels = ("single run", "batch")
     else:
         base_rows, other = rows_of(argv[0]), rows_of(argv[1])
