@@ -1,6 +1,7 @@
 """Compare the times of two evaluations of the same submissions (issue 18), per submission and case:
     python3 bench/batch_compare.py BASE.jsonl OTHER.jsonl          # two `eval.py batch` runs
     python3 bench/batch_compare.py --singles DIR OTHER.jsonl       # DIR/<name>.json from single `eval.py --json`
+    python3 bench/batch_compare.py ROWS.jsonl                      # one batch: its rows and span
 Prints base µs, other µs and the difference, the largest difference, each batch's span and which GPUs it used,
 and whether two evaluations ever overlapped on one GPU."""
 import json
@@ -38,13 +39,25 @@ def overlaps(rows: dict) -> list[str]:
     return found
 
 
+def listing(path: str):
+    """One batch alone: each row's per-case µs, where it ran, and the batch's span."""
+    rows = rows_of(path)
+    for name in sorted(rows):
+        means = means_of_row(rows[name])
+        shown = " / ".join(f"{m:.2f}" for _, m in sorted(means.items())) or (rows[name].get("error") or "")[:70]
+        print(f"{name:32} GPU {rows[name].get('cuda_visible_devices')}  {rows[name]['wall_s']:>6.1f} s  {shown}")
+    print(f"{len(rows)} rows, span {span(rows):.1f} s; overlapping evaluations on one GPU: "
+          + ("; ".join(overlaps(rows)) or "none"))
+
+
 def main(argv):
+    if len(argv) == 1:
+        return listing(argv[0])
     singles = argv[0] == "--singles"
     if singles:
         folder, other = argv[1], rows_of(argv[2])
         base = {name: means_of_single(os.path.join(folder, name[:-3] + ".json")) for name in other
                 if os.path.exists(os.path.join(folder, name[:-3] + ".json"))}
-        base = {name: base.get(name) or means_of_row(row) for name, row in other.items()}   # no single run: itself
         labels = ("single run", "batch")
     else:
         base_rows, other = rows_of(argv[0]), rows_of(argv[1])

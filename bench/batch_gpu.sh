@@ -52,7 +52,7 @@ batch)
         --jsonl "$OUT/b_serial.jsonl" > "$OUT/b_serial.txt" 2>&1
     serial=$((SECONDS - t)); echo "batch benchmark on GPU 0 alone: exit $?, $serial s"
     if [ "$(nvidia-smi -L | wc -l)" -lt 2 ]; then       # one GPU: the serial run is all there is to see
-        python3 bench/batch_compare.py --singles /nonexistent "$OUT/b_serial.jsonl"; continue; fi
+        python3 bench/batch_compare.py "$OUT/b_serial.jsonl"; continue; fi
     t=$SECONDS; python3 eval.py batch "$SUBS" --mode benchmark --jsonl "$OUT/b_all.jsonl" > "$OUT/b_all.txt" 2>&1
     all=$((SECONDS - t)); echo "batch benchmark on every GPU: exit $?, $all s"
     python3 bench/batch_compare.py "$OUT/b_serial.jsonl" "$OUT/b_all.jsonl" ;;
