@@ -158,3 +158,21 @@ def test_a_wrong_scale_remap_passes_the_uniform_probe_and_fails_the_random_case(
     probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("moe_scales_blocked_as_plain"))
     text = " ".join(probes.stdout.split())
     assert probes.code == 112 and "✔ uniform" in text and "✘ random case" in text, probes.stdout[-3000:]
+
+
+def test_a_wrong_reference_is_named_before_the_submission_is_blamed(reference):
+    """The self-check fires when the reference's own output disagrees with the independent dense one (here a
+    reference 10 % off, as a wrong dequantization would be): no verdict on the submission."""
+    data = reference.generate_input(t=16, h=256, i=128, e=8, k=2, seed=7)
+    right = reference.ref_kernel(data).clone()
+    wrong_reference = (right.float() * 1.1).to(right.dtype)
+    summary, evidence, key = reference.diagnose_failure(data, right, wrong_reference, 2e-2, 2e-2)
+    assert key == "reference_inconsistent" and "The reference itself is inconsistent" in summary, summary
+    assert any(line.startswith("reference self-check:") for line in evidence)
+
+
+def test_an_unweighted_combine_fails_every_structured_probe():
+    probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("moe_combine_unweighted"))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112, probes.stdout[-3000:]
+    assert "✘ uniform" in text and "✘ identity routing" in text and "✘ single expert" in text, probes.stdout[-3000:]
