@@ -194,7 +194,13 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
         parent = os.path.dirname(os.path.abspath(path)) if path else ""
         if path and not os.path.isdir(parent):
             fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
-    code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
+    try:
+        code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
+    except (KeyboardInterrupt, sandbox.Terminated) as stop:
+        signum = getattr(stop, "signum", 2)
+        click.echo(f"error: interrupted: every evaluation was stopped; the rows already in {jsonl} stay (run the "
+                   "same command to go on)", err=True)
+        return 128 + signum
     if report_path:
         from arena.html_report import write_batch_report
         try:

@@ -303,3 +303,30 @@ def test_on_a_terminal_batch_draws_a_live_bar(tmp_path):
     assert "\x1b[" in text and "0/2" in text and "1/2" in text, text[-2000:]
     assert "[batch] 2/2 " in text
     assert "batch: nvfp4_gemm test" in stdout and "[batch]" not in stdout
+
+
+def test_ctrl_c_stops_every_evaluation_and_keeps_the_rows(tmp_path):
+    """SIGINT to `batch` while evaluations run: one line, exit 130, the rows written so far stay, and no
+    eval.py run of the batch outlives it."""
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    shutil.copy(os.path.join(ROOT, "submissions", "torch_reference.py"), folder / "a_fast.py")
+    for number in range(3):
+        with open(folder / f"slow_{number}.py", "w") as f:
+            f.write(open(os.path.join(ROOT, "tests", "batch", "slow_honest.py")).read() + f"\n# {number}\n")
+    jsonl = tmp_path / "rows.jsonl"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "batch", str(folder), "--spec",
+                             spec_file(ONE), "--jsonl", str(jsonl)], cwd=ROOT, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().strip() and _an_eval_of("slow_")):
+        time.sleep(0.2)
+    assert _an_eval_of("slow_"), "no slow evaluation started"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "error: interrupted: every evaluation was stopped" in stderr
+    assert len(read_jsonl(jsonl)) >= 1
+    time.sleep(2)
+    assert not _an_eval_of("slow_"), "an eval.py run of the batch lived on"
