@@ -47,8 +47,10 @@ def _start_ray(ray, address: str | None, gpus: int | None):
     if address:         # other machines: they get this folder (eval.py, arena/, the tasks) from the driver
         runtime_env = {"working_dir": ROOT, "excludes": UPLOAD_EXCLUDES}
     local = {} if address or gpus is None else {"num_gpus": gpus}      # Ray's own count of the GPUs otherwise
-    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             runtime_env=runtime_env, configure_logging=True, **local)
+    # Without --address, always a new instance on this machine: Ray would otherwise join RAY_ADDRESS or the
+    # last `ray start` cluster, whose other nodes would lack this folder.
+    ray.init(address=address or "local", include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR, runtime_env=runtime_env, configure_logging=True, **local)
 
 
 def _lost_row(submission: Submission, plan: BatchPlan, error: Exception) -> dict:

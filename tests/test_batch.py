@@ -330,3 +330,14 @@ def test_ctrl_c_stops_every_evaluation_and_keeps_the_rows(tmp_path):
     assert len(read_jsonl(jsonl)) >= 1
     time.sleep(2)
     assert not _an_eval_of("slow_"), "an eval.py run of the batch lived on"
+
+
+def test_without_address_a_new_local_instance_starts_whatever_ray_address_says(tmp_path):
+    """Ray's own default would join RAY_ADDRESS (or the last `ray start` cluster); batch without --address
+    always starts its own instance on this machine."""
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch("submissions/torch_reference.py", "--spec", spec_file(ONE), "--jsonl", str(jsonl),
+                     env={"RAY_ADDRESS": "127.0.0.1:1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    row, = read_jsonl(jsonl)
+    assert row["passed"]
