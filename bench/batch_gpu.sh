@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 18 on a GPU machine: `eval.py batch` over every GPU against the same batch on one GPU.
-#   bash bench/batch_gpu.sh [setup] [sandbox] [single] [batch]
+#   bash bench/batch_gpu.sh [setup] [sandbox] [single] [warm] [timing]
 # setup:   Ray from .device/ (the device has no network: carry .device, made by hand from PyPI's cp312 wheels)
 # sandbox: the GPU integrity tests under the worker's own network namespace
 # single:  four submissions, each through a single `eval.py benchmark`, then the same four through a
 #          one-GPU batch (times must agree within 2 %)
-# batch:   16 submissions: `batch --mode test` (warms each build), then `batch --mode benchmark` on GPU 0 alone
-#          (serial) and on every GPU; prints the per-submission ratio of times and the wall-clock ratio
+# warm:    17 submissions (8 GPU-bound: the shipped kernel and 7 byte-different copies, each its own build;
+#          4 host-bound; 3 honest controls; 2 failing): `batch --mode test`, which builds every kernel
+# timing:  `batch --mode benchmark` on GPU 0 alone (serial), then on every GPU; prints the per-submission
+#          differences and the wall-clock ratio (two device calls: warm, then timing, while the machine is held)
 OUT=${OUT:-out}; mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
 SUBS=$OUT/subs
 steps=${*:-setup sandbox single batch}
@@ -15,7 +17,9 @@ make_subs() {
     rm -rf "$SUBS"; mkdir -p "$SUBS"
     cp submission.py "$SUBS/shipped_kernel.py"
     cp submissions/torch_reference.py "$SUBS/torch_reference.py"
-    for i in $(seq -w 1 9); do      # distinct files (their own hash and private home), the same computation
+    for i in 1 2 3 4 5 6 7; do      # distinct files (their own hash and private home), the same computation
+        { cat submission.py; echo "# copy $i"; } > "$SUBS/shipped_kernel_copy$i.py"; done
+    for i in 1 2 3; do
         { cat submissions/torch_reference.py; echo "# copy $i"; } > "$SUBS/torch_reference_copy$i.py"; done
     cp tests/exploits/_common.py tests/exploits/honest_fresh_output.py tests/exploits/honest_view_of_c.py \
        tests/exploits/honest_joined_thread.py "$SUBS/"
@@ -43,11 +47,13 @@ single)
         "$SUBS/honest_fresh_output.py" "$SUBS/zeros.py" --mode benchmark --jsonl "$OUT/single.jsonl" \
         > "$OUT/single_batch.txt" 2>&1; echo "one-GPU batch: exit $?"
     python3 bench/batch_compare.py --singles "$OUT/single" "$OUT/single.jsonl" ;;
-batch)
+warm)
     make_subs
-    rm -f "$OUT"/b_*.jsonl
     t=$SECONDS; python3 eval.py batch "$SUBS" --mode test --jsonl "$OUT/b_test.jsonl" > "$OUT/b_test.txt" 2>&1
-    echo "batch test (builds): exit $?, $((SECONDS - t)) s"
+    echo "batch test (builds): exit $?, $((SECONDS - t)) s" ;;
+timing)
+    [ -d "$SUBS" ] || make_subs
+    rm -f "$OUT"/b_serial.jsonl "$OUT"/b_all.jsonl
     t=$SECONDS; CUDA_VISIBLE_DEVICES=0 python3 eval.py batch "$SUBS" --mode benchmark \
         --jsonl "$OUT/b_serial.jsonl" > "$OUT/b_serial.txt" 2>&1
     serial=$((SECONDS - t)); echo "batch benchmark on GPU 0 alone: exit $?, $serial s"
