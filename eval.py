@@ -24,6 +24,36 @@ def fail_setup(message: str, code: int):
     sys.exit(code)
 
 
+def read_cases(task_dir, specfile, case_set):
+    """(task, cases, the spec file's text or None): SPECFILE's cases, checked against the task's rules, else the
+    task's `case_set`; a missing or broken one is one line and exit 113."""
+    from arena.specs import SpecError, parse_spec_text
+    from arena.taskdef import TaskError, load_task
+    try:
+        task = load_task(task_dir)
+        if not specfile:
+            return task, task.cases(case_set), None
+        try:
+            text = open(specfile).read()
+        except OSError as error:
+            fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
+        cases = parse_spec_text(text)
+        if not cases:
+            fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
+        task.check_cases(cases, f"spec file {specfile}")
+        return task, cases, text
+    except (SpecError, TaskError) as error:
+        fail_setup(str(error), EXIT_SPEC)
+
+
+def check_output_folders(*outputs):
+    """Each (path, what) to be written later: its folder must exist now, before anything runs."""
+    for path, what in outputs:
+        parent = os.path.dirname(os.path.abspath(path)) if path else ""
+        if path and not os.path.isdir(parent):
+            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+
+
 def with_options(*options):
     """One decorator applying `options` in the order listed (as they show in --help)."""
     def apply(command):
@@ -147,34 +177,20 @@ def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path,
 
 
 def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None) -> int:
+    import hashlib
+
     from rich.console import Console
 
     from arena.batch import BatchPlan, find_submissions, read_rows
     from arena.batch_ray import ray_missing_line, run_batch
-    from arena.specs import SpecError, parse_spec_text
-    from arena.taskdef import REPO_ROOT, TaskError, load_task
+    from arena.taskdef import REPO_ROOT
 
     missing = ray_missing_line()
     if missing:
         fail_setup(missing, EXIT_USAGE)
     if gpus is not None and address:
         fail_setup("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own", EXIT_USAGE)
-    try:
-        task = load_task(task_dir)
-        spec_text = None
-        if specfile:
-            try:
-                spec_text = open(specfile).read()
-            except OSError as error:
-                fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
-            cases = parse_spec_text(spec_text)
-            if not cases:
-                fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
-            task.check_cases(cases, f"spec file {specfile}")
-        else:
-            cases = task.cases(DEFAULT_SET[mode])
-    except (SpecError, TaskError) as error:
-        fail_setup(str(error), EXIT_SPEC)
+    task, cases, spec_text = read_cases(task_dir, specfile, DEFAULT_SET[mode])
     submissions, errors = find_submissions(list(paths))
     for line in errors:
         click.echo(f"error: {line}", err=True)
@@ -183,17 +199,13 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
     earlier, problems = read_rows(jsonl)
     for line in problems:
         click.echo(f"warning: {line}", err=True)
-    import hashlib
     folder = os.path.abspath(task.folder)
     inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)
     plan = BatchPlan(task_dir=os.path.relpath(folder, REPO_ROOT) if inside else folder, task_name=task.name,
                      mode=mode, spec_text=spec_text,
                      cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
                      else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
-    for path, what in ((report_path, "report"), (jsonl, "JSONL file")):
-        parent = os.path.dirname(os.path.abspath(path)) if path else ""
-        if path and not os.path.isdir(parent):
-            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+    check_output_folders((report_path, "report"), (jsonl, "JSONL file"))
     try:
         code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
@@ -216,26 +228,12 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
              quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None):
     """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.evaluation import run_mode
-    from arena.specs import SpecError, apply_secret_seed, parse_spec_text
-    from arena.taskdef import TaskError, load_task
+    from arena.specs import apply_secret_seed
+    from arena.taskdef import TaskError
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(seed)
-    try:
-        task = load_task(task_dir)
-        if specfile:
-            try:
-                text = open(specfile).read()
-            except OSError as error:
-                fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
-            cases = parse_spec_text(text)
-            if not cases:
-                fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
-            task.check_cases(cases, f"spec file {specfile}")
-        else:
-            cases = task.cases(case_set or DEFAULT_SET[mode])
-    except (SpecError, TaskError) as error:
-        fail_setup(str(error), EXIT_SPEC)
+    task, cases, _ = read_cases(task_dir, specfile, case_set or DEFAULT_SET[mode])
     for case in cases:
         case.extra.setdefault("sol_us", task.speed_of_light_us(case.args))
     indexed = list(enumerate(cases))
@@ -263,10 +261,7 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     from arena import static_checks
     from arena.progress import Progress
     static = static_checks.scan(submission)
-    for path, what in ((report_path, "report"), (plots_dir, "plots folder")):
-        parent = os.path.dirname(os.path.abspath(path)) if path else ""
-        if path and not os.path.isdir(parent):
-            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+    check_output_folders((report_path, "report"), (plots_dir, "plots folder"))
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
                                           sandboxed=not no_sandbox, timing_method=timing_method,
