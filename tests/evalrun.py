@@ -84,4 +84,38 @@ def submission(name: str) -> str:
     return os.path.join(ROOT, "tests", "submissions", name)
 
 
+def broken(name: str) -> str:
+    """A planted-bug (or honest control) submission of tests/broken/, by name without .py."""
+    return os.path.join(ROOT, "tests", "broken", f"{name}.py")
+
+
+def run_on_terminal(argv: list[str], env: dict | None = None, timeout: float = 300) -> tuple[int, str, str]:
+    """`python eval.py ARGV...` with stderr a real pseudo-terminal (stdout a pipe): (exit code, everything
+    the terminal received, stdout)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")},
+                   "COLUMNS": "160", "TERM": "xterm", **(env or {})}
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), *argv], cwd=ROOT,
+                               env=environment, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen, deadline = b"", time.time() + timeout
+    while time.time() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif process.poll() is not None:
+            break
+    stdout = process.communicate(timeout=60)[0].decode()
+    os.close(master)
+    return process.returncode, seen.decode(errors="replace"), stdout
+
+
 GOOD = os.path.join(ROOT, "submissions", "torch_reference.py")

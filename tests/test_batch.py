@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.evalrun import ROOT, run_eval, spec_file
+from tests.evalrun import ROOT, run_eval, run_on_terminal, spec_file
 
 ray = pytest.importorskip("ray", reason="eval.py batch needs Ray (python3 -m pip install 'ray>=2.9')")
 
@@ -272,34 +272,10 @@ def test_gpus_with_an_address_is_one_line():
 def test_on_a_terminal_batch_draws_a_live_bar(tmp_path):
     """stderr a real pseudo-terminal: rich draws the bar (control sequences, "N/M" done) while the per-
     submission lines still come; the ranked table goes to stdout."""
-    import pty
-    import select
-    master, slave = pty.openpty()
-    environment = {**{k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")},
-                   "COLUMNS": "160", "TERM": "xterm"}
     jsonl = tmp_path / "rows.jsonl"
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "batch",
-                                "submissions/torch_reference.py", "tests/batch/slow_honest.py", "--spec",
-                                spec_file(ONE), "--jsonl", str(jsonl)], cwd=ROOT, env=environment,
-                               stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    seen, deadline = b"", time.time() + 300
-    while time.time() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif process.poll() is not None:
-            break
-    stdout = process.communicate(timeout=60)[0].decode()
-    os.close(master)
-    text = seen.decode(errors="replace")
-    assert process.returncode == 0, text[-2000:]
+    code, text, stdout = run_on_terminal(["batch", "submissions/torch_reference.py", "tests/batch/slow_honest.py",
+                                          "--spec", spec_file(ONE), "--jsonl", str(jsonl)])
+    assert code == 0, text[-2000:]
     assert "\x1b[" in text and "0/2" in text and "1/2" in text, text[-2000:]
     assert "[batch] 2/2 " in text
     assert "batch: nvfp4_gemm test" in stdout and "[batch]" not in stdout

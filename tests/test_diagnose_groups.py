@@ -18,6 +18,7 @@ for path in (ROOT, BROKEN):
 from arena.diagnose import diagnose_groups, explain_failure, is_group_contract  # noqa: E402
 from arena.nested import clone_data, copy_storages  # noqa: E402
 from tests.evalrun import run_eval, spec_file  # noqa: E402
+from tests.taskload import task_reference  # noqa: E402
 
 SAME_SHAPES = dict(m=[128, 96, 64, 128], n=[256] * 4, k=[256] * 4, g=4, seed=5)
 MIXED = dict(m=[40, 56, 384, 512], n=[512, 384, 256, 128], k=[256] * 4, g=4, seed=1111)
@@ -33,17 +34,10 @@ def load(path: str, name: str):
 
 @pytest.fixture(scope="module")
 def reference():
-    """The group task's reference, imported with its own task.py (`from task import ...`), which is put back
-    afterwards for the other tests."""
-    sys.path.insert(0, TASK)
-    saved = sys.modules.pop("task", None)
-    try:
-        yield load(os.path.join(TASK, "reference.py"), "group_reference")
-    finally:
-        sys.path.remove(TASK)
-        sys.modules.pop("task", None)
-        if saved is not None:
-            sys.modules["task"] = saved
+    """The group task's reference, imported with its own task.py (`from task import ...`); the top-level
+    modules are put back afterwards for the other tests."""
+    with task_reference(TASK) as module:
+        yield module
 
 
 def run_case(reference, name: str, args: dict):

@@ -7,15 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests.evalrun import ROOT, run_eval, spec_file
+from tests.evalrun import ROOT, broken, run_eval, spec_file
 from tests.taskload import task_reference
 
 TASK = os.path.join(ROOT, "tasks", "fp8_attention")
 CASE = "b: 1; h: 2; s: 128; d: 64; causal: 1; seed: 5\n"
-
-
-def broken(name: str) -> str:
-    return os.path.join(ROOT, "tests", "broken", f"{name}.py")
 
 
 @pytest.fixture(scope="module")

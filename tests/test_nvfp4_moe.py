@@ -7,16 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from tests.evalrun import ROOT, run_eval, spec_file
+from tests.evalrun import ROOT, broken, run_eval, spec_file
 from tests.taskload import task_reference
 
 TASK = os.path.join(ROOT, "tasks", "nvfp4_moe")
 CASE = "t: 16; h: 256; i: 128; e: 8; k: 2; seed: 7\n"
 E2M1_GRID = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
-
-
-def broken(name: str) -> str:
-    return os.path.join(ROOT, "tests", "broken", f"{name}.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,11 @@
 person meets them: eval.py as a real subprocess with stderr a pipe (plain lines) or a pseudo-terminal (the live
 line), the PNG files decoded pixel by pixel, and the HTML report rendered by headless Chromium."""
 import os
-import pty
 import re
-import select
 import shutil
 import struct
 import subprocess
 import sys
-import time
 import zlib
 
 import pytest
@@ -17,7 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from arena import figures  # noqa: E402
-from tests.evalrun import run_eval, spec_file  # noqa: E402
+from tests.evalrun import run_eval, run_on_terminal, spec_file  # noqa: E402
 
 BROKEN = os.path.join(ROOT, "tests", "broken")
 GROUP_TASK = os.path.join(ROOT, "tasks", "nvfp4_group_gemm")
@@ -97,29 +94,9 @@ def test_a_long_stage_repeats_its_plain_line_with_the_time_so_far(tmp_path):
 def test_on_a_terminal_the_progress_is_one_live_line_with_a_clock():
     """stderr a real pseudo-terminal: rich redraws one line (carriage returns / cursor moves), with the
     stage and its elapsed seconds; the report on stdout stays plain."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "160", "TERM": "xterm"}
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "test", spec_file(TAIL_SPEC),
-                                "--submission", os.path.join(BROKEN, "tail_unwritten.py")], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=slave, env=env)
-    os.close(slave)
-    seen, deadline = b"", time.time() + 240
-    while time.time() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif process.poll() is not None:
-            break
-    stdout = process.communicate(timeout=60)[0].decode()
-    os.close(master)
-    text = seen.decode(errors="replace")
-    assert process.returncode == 112
+    code, text, stdout = run_on_terminal(["test", spec_file(TAIL_SPEC), "--submission",
+                                          os.path.join(BROKEN, "tail_unwritten.py")], timeout=240)
+    assert code == 112
     assert "\x1b[" in text, text[-500:]                     # drawn with terminal control sequences
     assert re.search(r"case 0 \(1/2\)[^\n\r]*: [a-z]", text), text[-1500:]
     assert re.search(r"\d+ s", text)

@@ -5,10 +5,8 @@ call order, and eval.py end to end as a real subprocess with the example and a w
 The runs over the full official test lists take minutes on a CPU: they are marked slow and run only with
 ARENA_SLOW=1 (`ARENA_SLOW=1 python -m pytest -q tests/test_tasks.py`).
 """
-import importlib.util
 import math
 import os
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from arena.layouts import ceil_div, from_permuted, permuted_batch_bytes, to_bloc
 from arena.specs import parse_spec_line
 from arena.taskdef import load_task
 from tests.evalrun import ROOT, run_eval, spec_file
+from tests.taskload import task_reference
 
 TASKS = Path(ROOT) / "tasks"
 EXAMPLES = {name: str(TASKS / name / "torch_submission.py") for name in
@@ -43,20 +42,8 @@ def generate_on_the_cpu(monkeypatch):
 def load_reference(name: str):
     """A task's reference.py as its own module (its `from task import ...` gets that task's task.py)."""
     if name not in _loaded:
-        folder = TASKS / name
-        saved = {key: sys.modules.pop(key, None) for key in ("task", "reference")}
-        try:
-            for file in ("task", "reference"):
-                spec = importlib.util.spec_from_file_location(file, folder / f"{file}.py")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[file] = module
-                spec.loader.exec_module(module)
+        with task_reference(str(TASKS / name)) as module:
             _loaded[name] = module
-        finally:
-            for key, value in saved.items():
-                sys.modules.pop(key, None)
-                if value is not None:
-                    sys.modules[key] = value
     return _loaded[name]
 
 
