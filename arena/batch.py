@@ -81,6 +81,12 @@ def find_submissions(paths: list[str]) -> tuple[list[Submission], list[str]]:
     return found, errors
 
 
+def row_identity(submission: Submission, plan: BatchPlan) -> dict:
+    """What every row of this submission in this batch starts with; `row_key` of it finds earlier rows."""
+    return {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
+            "cases_id": plan.cases_id}
+
+
 def row_key(row: dict) -> tuple:
     return row.get("sha256"), row.get("task"), row.get("mode"), row.get("cases_id")
 
@@ -196,8 +202,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
             except ValueError:
                 doc = None
     code = process.returncode
-    row = {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
-           "cases_id": plan.cases_id, "evaluated": overran or code in EVALUATED_CODES,
+    row = {**row_identity(submission, plan), "evaluated": overran or code in EVALUATED_CODES,
            "passed": code == 0 and not overran, "exit_code": code, "geomean_us": None, "error": "", "cases": [],
            "attempts": attempt, "host": socket.gethostname(), "gpu": None,
            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -8,7 +8,8 @@ import json
 import os
 import time
 
-from arena.batch import RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one, row_key
+from arena.batch import (RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one, row_identity,
+                         row_key)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 112
 # What a cluster node needs of this folder to run eval.py (only with --address: a local cluster reads it here)
@@ -56,8 +57,8 @@ def _start_ray(ray, address: str | None, gpus: int | None):
 def _lost_row(submission: Submission, plan: BatchPlan, error: Exception) -> dict:
     """An evaluation Ray could not finish after every retry: no verdict, so a later batch runs it again."""
     text = str(error).strip().splitlines()
-    return {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
-            "cases_id": plan.cases_id, "evaluated": False, "passed": False, "exit_code": None, "geomean_us": None,
+    return {**row_identity(submission, plan), "evaluated": False, "passed": False, "exit_code": None,
+            "geomean_us": None,
             "error": f"the evaluation was lost ({type(error).__name__}: {text[0] if text else ''})"[:300],
             "cases": [], "attempts": None, "finished": round(time.time(), 3)}
 
@@ -74,7 +75,7 @@ def run_batch(submissions: list[Submission], plan: BatchPlan, jsonl: str, addres
     ray = _import_ray()
     rows, todo = [], []
     for s in submissions:
-        key = row_key({"sha256": s.sha256, "task": plan.task_name, "mode": plan.mode, "cases_id": plan.cases_id})
+        key = row_key(row_identity(s, plan))
         if key in earlier:
             rows.extend({**r, "resumed": True} for r in _rows_for(s, {**earlier[key], "path": s.path}))
         else:
