@@ -1,0 +1,338 @@
+"""Rewrite a module's sm_100a PTX so that it assembles for sm_90a: every tcgen05 instruction becomes a call
+of the emulation library (tcgen05_library.cu, merged into the module) or plain loads and stores.
+
+Pure text in, text out: no GPU, no nvcc. `rewrite(ptx, library_ptx)` returns the new PTX and one `Site` per
+rewritten instruction (the library reports errors by site number). Anything it cannot emulate raises
+`CannotEmulate` with one line naming the instruction.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TARGET = "sm_90a"
+STATE_SYMBOL = "__nvfp4emu_state"
+
+# Codes shared with tcgen05_library.cu.
+MMA_KINDS = {"f16": 0, "tf32": 1, "f8f6f4": 2, "i8": 3, "mxf8f6f4": 4, "mxf4": 5, "mxf4nvf4": 6}
+LD_SHAPES = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3}
+LD_REGS_PER_REPEAT = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
+CP_SHAPES = {"128x256b": 0, "4x256b": 1, "128x128b": 2, "64x128b.warpx2::02_13": 3,
+             "64x128b.warpx2::01_23": 4, "32x128b.warpx4": 5}
+TMEM_COLUMNS = 512
+
+
+class CannotEmulate(RuntimeError):
+    """One line: the instruction or feature that the emulation does not cover."""
+
+
+@dataclass
+class Site:
+    number: int
+    line: int          # line of the instruction in the PTX given to `rewrite`
+    instruction: str   # its text, whitespace collapsed
+
+
+_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+_TARGET = re.compile(r"^(\s*\.target\s+)(sm_1\d\d[af]?)\b", re.M)
+_STATEMENT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>tcgen05\.[\w:.]+)(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
+_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
+_ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
+_NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
+
+
+def strip_comments(ptx: str) -> str:
+    return _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", ptx)
+
+
+def register_widths(ptx: str) -> dict[str, int]:
+    """Bit width of every declared register name (`%r<120>` ranges count as the prefix)."""
+    widths = {}
+    for kind, names in _REG_DECL.findall(ptx):
+        bits = 1 if kind == "pred" else int(re.sub(r"\D", "", kind) or 32)
+        for name in names.split(","):
+            name = name.strip()
+            widths[re.sub(r"<\d+>$", "", name)] = bits
+    return widths
+
+
+def _split_operands(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+class _Emitter:
+    """Builds the replacement of one instruction inside a `{ }` scope with its own temporaries."""
+
+    def __init__(self, widths: dict[str, int], guard: str):
+        self.widths, self.guard = dict(widths), guard
+        self.decls, self.body, self.params = [], [], []
+        self.count = 0
+
+    def width(self, reg: str) -> int:
+        if reg in self.widths:
+            return self.widths[reg]
+        prefix = re.match(r"%?[a-z]+", reg)
+        name = prefix.group(0) if prefix else reg
+        if name in self.widths:
+            return self.widths[name]
+        return {"%rd": 64, "%r": 32, "%rs": 16, "%p": 1, "%f": 32, "%fd": 64}.get(name, 32)
+
+    def temp(self, bits: int) -> str:
+        self.count += 1
+        name = f"%emu_t{self.count}"
+        self.widths[name] = bits
+        self.decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {name};")
+        return name
+
+    def value(self, operand: str, bits: int) -> str:
+        """A register or immediate holding `operand` at `bits` width."""
+        if _NUMBER.match(operand):
+            return operand
+        have = self.width(operand)
+        if have == bits:
+            return operand
+        if have == 1:  # predicate -> 0/1
+            t = self.temp(bits)
+            self.body.append(f"selp.b{bits} {t}, 1, 0, {operand};")
+            return t
+        t = self.temp(bits)
+        self.body.append(f"cvt.u{bits}.u{have} {t}, {operand};")
+        return t
+
+    def shared_address(self, operand: str) -> str:
+        """A 32-bit shared-window address from `[reg]`, `[reg+imm]`, `[symbol]` or `[imm]`."""
+        m = _ADDRESS.match(operand.replace(" ", ""))
+        if not m:
+            raise CannotEmulate(f"address operand {operand!r} is not of the form [register+offset]")
+        base, sign, offset = m.groups()
+        if base is None:
+            return offset
+        if base.startswith("%") or base in self.widths:
+            reg = self.value(base, 32)
+        else:  # a .shared symbol
+            reg = self.temp(32)
+            self.body.append(f"mov.u32 {reg}, {base};")
+        if offset:
+            t = self.temp(32)
+            self.body.append(f"{'add' if sign != '-' else 'sub'}.u32 {t}, {reg}, {offset};")
+            return t
+        return reg
+
+    def generic_to_shared(self, operand: str) -> str:
+        m = _ADDRESS.match(operand.replace(" ", ""))
+        if not m or m.group(1) is None:
+            raise CannotEmulate(f"address operand {operand!r} is not of the form [register]")
+        reg = self.value(m.group(1), 64)
+        if m.group(3):
+            t = self.temp(64)
+            self.body.append(f"{'add' if m.group(2) != '-' else 'sub'}.u64 {t}, {reg}, {m.group(3)};")
+            reg = t
+        t64, t32 = self.temp(64), self.temp(32)
+        self.body += [f"cvta.to.shared.u64 {t64}, {reg};", f"cvt.u32.u64 {t32}, {t64};"]
+        return t32
+
+    def call(self, function: str, args: list[tuple[str, int]], result_bits: int | None = None) -> str | None:
+        names = []
+        for value, bits in args:
+            self.count += 1
+            name = f"emu_p{self.count}"
+            self.decls.append(f".param .b{bits} {name};")
+            self.body.append(f"st.param.b{bits} [{name}], {value};")
+            names.append(name)
+        out = None
+        if result_bits:
+            self.decls.append(f".param .b{result_bits} emu_ret;")
+            out = self.temp(result_bits)
+            self.body.append(f"{self.guard}call (emu_ret), {function}, ({', '.join(names)});")
+            self.body.append(f"ld.param.b{result_bits} {out}, [emu_ret];")
+        else:
+            self.body.append(f"{self.guard}call {function}, ({', '.join(names)});")
+        return out
+
+    def text(self) -> str:
+        return "{ // nvfp4-arena emulation\n\t" + "\n\t".join(self.decls + self.body) + "\n\t}"
+
+
+def _qualifiers(op: str) -> list[str]:
+    return op.split(".")[2:]
+
+
+def _cta_group(quals: list[str], instruction: str) -> None:
+    if "cta_group::2" in quals:
+        raise CannotEmulate(f"`{instruction}`: tcgen05 with .cta_group::2 (CTA pairs) is not emulated")
+
+
+def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instruction: str) -> str:
+    verb = op.split(".")[1].split("::")[0]
+    quals = _qualifiers(op)
+    if verb in ("alloc", "dealloc", "relinquish_alloc_permit", "mma", "cp", "commit", "shift"):
+        _cta_group(quals, instruction)
+    if verb == "alloc":
+        dst = e.shared_address(operands[0])
+        e.call("__nvfp4emu_alloc", [(str(site), 32), (dst, 32), (e.value(operands[1], 32), 32)])
+    elif verb == "dealloc":
+        e.call("__nvfp4emu_dealloc", [(str(site), 32), (e.value(operands[0], 32), 32), (e.value(operands[1], 32), 32)])
+    elif verb == "relinquish_alloc_permit":
+        return "// emulation: relinquish_alloc_permit has nothing to do"
+    elif verb == "fence":
+        return "fence.acq_rel.cluster;"
+    elif verb == "wait":
+        return "// emulation: the loads and stores are synchronous, wait has nothing to do"
+    elif verb == "commit":
+        if "mbarrier::arrive::one" not in quals:
+            raise CannotEmulate(f"`{instruction}`: commit without .mbarrier::arrive::one")
+        multicast = "multicast::cluster" in quals
+        mbar = e.shared_address(operands[0]) if "shared::cluster" in quals else e.generic_to_shared(operands[0])
+        mask = e.value(operands[1], 32) if multicast else "0"
+        e.call("__nvfp4emu_commit", [(str(site), 32), (mbar, 32), ("1" if multicast else "0", 32), (mask, 32)])
+    elif verb == "cp":
+        shape = ".".join(q for q in quals if re.match(r"\d+x\d+b|warpx", q))
+        if shape not in CP_SHAPES:
+            raise CannotEmulate(f"`{instruction}`: tcgen05.cp shape {shape or '?'} is not emulated")
+        extra = [q for q in quals if q not in ("cta_group::1",) and not re.match(r"\d+x\d+b|warpx", q)]
+        if extra:
+            raise CannotEmulate(f"`{instruction}`: tcgen05.cp with .{'.'.join(extra)} (decompression) is not emulated")
+        taddr = e.shared_address(operands[0]) if operands[0].startswith("[") else e.value(operands[0], 32)
+        e.call("__nvfp4emu_cp", [(str(site), 32), (taddr, 32), (e.value(operands[1], 64), 64),
+                                 (str(CP_SHAPES[shape]), 32)])
+    elif verb == "mma":
+        _rewrite_mma(quals, operands, e, site, instruction)
+    elif verb in ("ld", "st"):
+        _rewrite_ld_st(verb, quals, operands, e, site, instruction)
+    else:
+        raise CannotEmulate(f"`{instruction}`: tcgen05.{verb} is not emulated")
+    return e.text()
+
+
+def _rewrite_mma(quals, operands, e: _Emitter, site: int, instruction: str) -> None:
+    for unsupported in ("ws", "sp", "ashift"):
+        if unsupported in quals:
+            raise CannotEmulate(f"`{instruction}`: tcgen05.mma.{unsupported} is not emulated")
+    kinds = [q.split("::")[1] for q in quals if q.startswith("kind::")]
+    if not kinds or kinds[0] not in MMA_KINDS:
+        raise CannotEmulate(f"`{instruction}`: tcgen05.mma kind {kinds[0] if kinds else '?'} is not emulated")
+    kind = kinds[0]
+    scaled = "block_scale" in quals
+    vec = 4 if ("block16" in quals or "scale_vec::4X" in quals) else 2 if (
+        "block32" in quals or "scale_vec::2X" in quals) else 1
+    if scaled and kind == "mxf4nvf4" and vec == 1:
+        vec = 4 if not any(q.startswith("scale_vec") or q.startswith("block") for q in quals) else vec
+    if any(op.startswith("{") for op in operands):
+        raise CannotEmulate(f"`{instruction}`: tcgen05.mma with a disable-output-lane mask is not emulated")
+    want = 7 if scaled else 5
+    if len(operands) != want:
+        raise CannotEmulate(f"`{instruction}`: tcgen05.mma with {len(operands)} operands (scale-input-d?) is "
+                            f"not emulated")
+    d = e.shared_address(operands[0])
+    if operands[1].startswith("["):
+        a, a_in_tmem = e.value(e.shared_address(operands[1]), 64), "1"
+    else:
+        a, a_in_tmem = e.value(operands[1], 64), "0"
+    b = e.value(operands[2], 64)
+    idesc = e.value(operands[3], 32)
+    sfa = e.shared_address(operands[4]) if scaled else "0"
+    sfb = e.shared_address(operands[5]) if scaled else "0"
+    accumulate = e.value(operands[-1], 32)
+    e.call("__nvfp4emu_mma", [(str(site), 32), (str(MMA_KINDS[kind]), 32), (str(vec), 32), (d, 32), (a, 64),
+                              (a_in_tmem, 32), (b, 64), (idesc, 32), (accumulate, 32), (sfa, 32), (sfb, 32)])
+
+
+def ld_st_offsets(shape: str, count: int) -> list[int]:
+    """Byte offset of register r from the thread's first cell (see the table in tcgen05_library.cu)."""
+    out = []
+    for r in range(count):
+        if shape == "32x32b":
+            lane, col = 0, r
+        elif shape == "16x64b":
+            lane, col = 0, 2 * r
+        elif shape == "16x128b":
+            lane, col = 8 * (r % 2), 4 * (r // 2)
+        else:
+            lane, col = 8 * ((r // 2) % 2), r % 2 + 8 * (r // 4)
+        out.append(4 * (lane * TMEM_COLUMNS + col))
+    return out
+
+
+def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: str) -> None:
+    shapes = [q for q in quals if q in LD_SHAPES]
+    if not shapes:
+        raise CannotEmulate(f"`{instruction}`: tcgen05.{verb} shape is not emulated (16x32bx2?)")
+    shape = shapes[0]
+    repeat = [int(q[1:]) for q in quals if re.fullmatch(r"x\d+", q)]
+    if any(q.startswith("pack::") or q.startswith("unpack::") for q in quals):
+        raise CannotEmulate(f"`{instruction}`: tcgen05.{verb} with 16-bit packing is not emulated")
+    if any(q.startswith("red") for q in quals):
+        raise CannotEmulate(f"`{instruction}`: tcgen05.ld.red is not emulated")
+    vector, address = (operands[0], operands[1]) if verb == "ld" else (operands[-1], operands[0])
+    regs = [r.strip() for r in vector.strip("{}").split(",")]
+    expected = LD_REGS_PER_REPEAT[shape] * (repeat[0] if repeat else 1)
+    if len(regs) != expected:
+        raise CannotEmulate(f"`{instruction}`: {len(regs)} registers where the shape holds {expected}")
+    taddr = e.shared_address(address)
+    ptr = e.call("__nvfp4emu_tmem_ptr", [(str(site), 32), (taddr, 32), (str(LD_SHAPES[shape]), 32),
+                                         (str(len(regs)), 32)], result_bits=64)
+    for reg, offset in zip(regs, ld_st_offsets(shape, len(regs))):
+        if verb == "ld":
+            e.body.append(f"{e.guard}ld.b32 {reg}, [{ptr}+{offset}];")
+        else:
+            e.body.append(f"{e.guard}st.b32 [{ptr}+{offset}], {reg};")
+
+
+def _merge_library(ptx: str, library_ptx: str) -> str:
+    """Insert the library's globals and functions after the module header; the module's own definition of
+    the state array (from emulation_host.h) moves up so the library can refer to it."""
+    lib = strip_comments(library_ptx)
+    lib = re.sub(r"^\s*\.(version|target|address_size)\b[^\n]*\n", "", lib, flags=re.M)
+    lib = re.sub(rf"^\s*\.extern\s+\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*\n", "", lib, flags=re.M)
+    lib = re.sub(r"^\.visible\s+", "", lib, flags=re.M)
+    state = re.search(rf"^[^\n]*\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*;[ \t]*\n", ptx, flags=re.M)
+    if state:
+        ptx = ptx[:state.start()] + ptx[state.end():]
+        state_line = state.group(0)
+    else:
+        state_line = f".global .align 4 .b8 {STATE_SYMBOL}[64];\n"
+    header = re.search(r"^\s*\.address_size\s+\d+\s*\n", ptx, flags=re.M)
+    if not header:
+        raise CannotEmulate("the PTX has no .address_size directive")
+    at = header.end()
+    return ptx[:at] + "\n" + state_line + lib + "\n// ---- end of nvfp4-arena emulation library\n" + ptx[at:]
+
+
+def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
+    """The sm_90a PTX for `ptx` (an sm_100-family module) and its call sites."""
+    text = strip_comments(ptx)
+    if not _TARGET.search(text):
+        target = re.search(r"^\s*\.target\s+(\S+)", text, flags=re.M)
+        raise CannotEmulate(f"the PTX targets {target.group(1) if target else 'nothing'}, not sm_100a")
+    text = _TARGET.sub(lambda m: m.group(1) + TARGET, text, count=1)
+    widths = register_widths(text)
+    sites: list[Site] = []
+
+    def replace(m: re.Match) -> str:
+        instruction = " ".join(m.group(0).split())
+        line = text.count("\n", 0, m.start()) + 1
+        number = len(sites) + 1
+        sites.append(Site(number, line, instruction))
+        guard = (m.group("guard") or "").strip()
+        emitter = _Emitter(widths, guard + " " if guard else "")
+        operands = _split_operands(m.group("args"))
+        return _rewrite_one(m.group("op"), operands, emitter, number, instruction)
+
+    text = _STATEMENT.sub(replace, text)
+    left = re.search(r"\btcgen05\.[\w:.]*", text)
+    if left:
+        raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")
+    return _merge_library(text, library_ptx), sites

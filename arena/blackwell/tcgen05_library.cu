@@ -1,0 +1,537 @@
+// Software tcgen05 for `--emulate-blackwell`: the functions that arena/blackwell/ptx_rewrite.py calls in
+// place of each tcgen05 instruction of a user's sm_100a PTX, so that the module assembles for sm_90a and
+// runs on a Hopper GPU. Written from the PTX ISA text (tcgen05 sections); correctness only, never timed.
+//
+// Model:
+//  - Tensor memory is per SM, as on the B200: 128 lanes x 512 columns x 32 bit in global memory, indexed
+//    by %smid. alloc takes 32-column granules of its SM (blocking while they are taken, as the hardware
+//    does), tags them with the CTA, fills them with a NaN pattern (TMEM is not zeroed); every access checks
+//    that the columns belong to the accessing CTA and that a warp touches only its own 32-lane quarter.
+//  - mma / cp run synchronously in the issuing thread (the instruction is issued by one thread); commit
+//    makes their writes visible and arrives on the mbarrier(s). ld / st return a pointer to the thread's
+//    first cell; the rewriter emits the plain loads and stores at fixed offsets.
+//  - A violation records the first error (code, call site, two values) in __nvfp4emu_state, which the
+//    force-included header (emulation_host.h) defines and the host reads after each call; the kernel goes on.
+// Every function is extern "C" and prefixed __nvfp4emu_ so the rewriter can call it from PTX.
+#include <stdint.h>
+#include <cuda_fp16.h>
+
+#define EMU_MAX_SM 160
+#define EMU_LANES 128
+#define EMU_COLS 512
+#define EMU_GRANULES (EMU_COLS / 32)
+
+extern "C" {
+extern __device__ unsigned int __nvfp4emu_state[16];  // defined by emulation_host.h in the user's module
+__device__ uint32_t __nvfp4emu_tmem[EMU_MAX_SM * EMU_LANES * EMU_COLS];
+__device__ unsigned long long __nvfp4emu_owner[EMU_MAX_SM * EMU_GRANULES];
+__device__ int __nvfp4emu_lock[EMU_MAX_SM];
+__device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
+}
+
+// Error codes: kept in step with arena/blackwell/errors.py.
+enum : uint32_t {
+  E_NONE = 0,
+  E_TOO_MANY_SMS = 1, E_ALLOC_NCOLS, E_ALLOC_TIMEOUT, E_DEALLOC_NOT_OWNED, E_DEALLOC_ARGS, E_NOT_ALLOCATED,
+  E_LANE_QUARTER, E_LANE_RANGE, E_COL_RANGE, E_NOT_CONVERGED,
+  E_IDESC_RESERVED = 20, E_IDESC_SPARSE, E_IDESC_TYPE, E_IDESC_SHAPE, E_IDESC_SFID, E_IDESC_K96,
+  E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN,
+  E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
+  E_CP_SHAPE = 50, E_CP_SWIZZLE,
+};
+
+enum : uint32_t {  // mma kinds (the rewriter passes these)
+  K_F16 = 0, K_TF32 = 1, K_F8F6F4 = 2, K_I8 = 3, K_MXF8F6F4 = 4, K_MXF4 = 5, K_MXF4NVF4 = 6,
+};
+enum : uint32_t {  // ld/st shapes
+  S_32x32b = 0, S_16x64b = 1, S_16x128b = 2, S_16x256b = 3,
+};
+enum : uint32_t {  // cp shapes
+  C_128x256b = 0, C_4x256b = 1, C_128x128b = 2, C_64x128b_02_13 = 3, C_64x128b_01_23 = 4, C_32x128b_x4 = 5,
+};
+
+// ------------------------------------------------------------------------------------------- basics
+static __device__ __forceinline__ uint32_t emu_smid() { uint32_t r; asm volatile("mov.u32 %0, %%smid;" : "=r"(r)); return r; }
+static __device__ __forceinline__ uint32_t emu_nsmid() { uint32_t r; asm volatile("mov.u32 %0, %%nsmid;" : "=r"(r)); return r; }
+static __device__ __forceinline__ unsigned long long emu_gridid() {
+  unsigned long long r; asm volatile("mov.u64 %0, %%gridid;" : "=l"(r)); return r;
+}
+static __device__ __forceinline__ uint32_t emu_lane() { return threadIdx.x & 31u; }
+static __device__ __forceinline__ uint32_t emu_warp_in_cta() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) / 32u;
+}
+static __device__ __forceinline__ unsigned long long emu_my_tag() {
+  const unsigned long long cta = blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+  return (emu_gridid() << 32) ^ (cta + 1ull);
+}
+
+static __device__ __noinline__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  if (atomicCAS(&__nvfp4emu_state[0], 0u, code) == 0u) {
+    __nvfp4emu_state[1] = site;
+    __nvfp4emu_state[2] = a;
+    __nvfp4emu_state[3] = b;
+    __nvfp4emu_state[4] = blockIdx.x;
+    __nvfp4emu_state[5] = blockIdx.y;
+    __nvfp4emu_state[6] = blockIdx.z;
+    __nvfp4emu_state[7] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    __threadfence();
+  }
+}
+
+static __device__ __forceinline__ uint32_t emu_sm_checked(uint32_t site) {
+  const uint32_t sm = emu_smid();
+  if (sm >= EMU_MAX_SM) { emu_fail(E_TOO_MANY_SMS, site, sm, EMU_MAX_SM); return 0; }
+  return sm;
+}
+static __device__ __forceinline__ uint32_t* emu_tmem_sm(uint32_t sm) { return __nvfp4emu_tmem + (size_t)sm * EMU_LANES * EMU_COLS; }
+
+// True when columns [col, col + n) of this SM's tensor memory belong to this CTA.
+static __device__ __forceinline__ bool emu_cols_owned(uint32_t sm, uint32_t col, uint32_t n) {
+  if (n == 0) return true;
+  if (col + n > EMU_COLS) return false;
+  const unsigned long long me = emu_my_tag();
+  for (uint32_t g = col / 32u; g <= (col + n - 1u) / 32u; ++g)
+    if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] != me) return false;
+  return true;
+}
+
+// Checked pointer to (lane, col) for a block of `lanes` x `cols` cells; the dummy block on a violation.
+static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col, uint32_t lanes, uint32_t cols) {
+  const uint32_t sm = emu_sm_checked(site);
+  if (lane + lanes > EMU_LANES) { emu_fail(E_LANE_RANGE, site, lane, lanes); return __nvfp4emu_dummy; }
+  if (col + cols > EMU_COLS) { emu_fail(E_COL_RANGE, site, col, cols); return __nvfp4emu_dummy; }
+  if (!emu_cols_owned(sm, col, cols)) { emu_fail(E_NOT_ALLOCATED, site, col, cols); return __nvfp4emu_dummy; }
+  return emu_tmem_sm(sm) + lane * EMU_COLS + col;
+}
+
+static __device__ __forceinline__ uint32_t emu_leader(uint32_t mask) { return __ffs(mask) - 1u; }
+
+// ------------------------------------------------------------------------------------------- allocation
+extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
+  const uint32_t mask = __activemask();
+  if (mask != 0xFFFFFFFFu && emu_lane() == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
+  uint32_t start = 0;
+  if (emu_lane() == emu_leader(mask)) {
+    const uint32_t sm = emu_sm_checked(site);
+    if (emu_nsmid() > EMU_MAX_SM) emu_fail(E_TOO_MANY_SMS, site, emu_nsmid(), EMU_MAX_SM);
+    if (ncols < 32u || ncols > 512u || (ncols & (ncols - 1u))) {
+      emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
+      ncols = ncols < 32u ? 32u : 512u;
+    }
+    const uint32_t need = ncols / 32u;
+    const unsigned long long me = emu_my_tag();
+    unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
+    const long long t0 = clock64();
+    bool stole = false;
+    for (;;) {
+      while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
+      __threadfence();
+      int found = -1;
+      for (uint32_t g = 0; g + need <= EMU_GRANULES && found < 0; g += need) {  // aligned to the request
+        bool free_run = true;
+        for (uint32_t i = 0; i < need; ++i) free_run &= (((volatile unsigned long long*)owner)[g + i] == 0ull);
+        if (free_run) found = (int)g;
+      }
+      if (found >= 0) for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
+      __threadfence();
+      atomicExch(&__nvfp4emu_lock[sm], 0);
+      if (found >= 0) { start = (uint32_t)found * 32u; break; }
+      if (!stole && clock64() - t0 > 4000000000ll) {  // ~2 s: columns held by a CTA that never deallocated
+        emu_fail(E_ALLOC_TIMEOUT, site, ncols, sm);
+        while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
+        for (uint32_t i = 0; i < EMU_GRANULES; ++i) owner[i] = 0ull;
+        __threadfence();
+        atomicExch(&__nvfp4emu_lock[sm], 0);
+        stole = true;
+      }
+      __nanosleep(1000);
+    }
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(dst_smem), "r"(start) : "memory");  // lane 0, column start
+  }
+  start = __shfl_sync(mask, start, emu_leader(mask));
+  // Poison the new columns (real TMEM is not zeroed): a kernel that reads before writing sees NaN.
+  const uint32_t sm = emu_smid() < EMU_MAX_SM ? emu_smid() : 0u;
+  uint32_t* base = emu_tmem_sm(sm);
+  const uint32_t nc = ncols < 32u ? 32u : (ncols > 512u ? 512u : ncols);
+  const uint32_t workers = __popc(mask), me = __popc(mask & ((1u << emu_lane()) - 1u));
+  for (uint32_t i = me; i < EMU_LANES * nc; i += workers) base[(i / nc) * EMU_COLS + start + (i % nc)] = 0x7FC0DEADu;
+  __threadfence();
+  __syncwarp(mask);
+}
+
+extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32_t taddr, uint32_t ncols) {
+  const uint32_t mask = __activemask();
+  __syncwarp(mask);
+  if (emu_lane() == emu_leader(mask)) {
+    const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
+    if ((taddr >> 16) != 0u || col % 32u || ncols < 32u || ncols > 512u || (ncols & (ncols - 1u)) || col + ncols > EMU_COLS) {
+      emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
+    } else if (!emu_cols_owned(sm, col, ncols)) {
+      emu_fail(E_DEALLOC_NOT_OWNED, site, taddr, ncols);
+    } else {
+      __threadfence();
+      while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
+      for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
+      __threadfence();
+      atomicExch(&__nvfp4emu_lock[sm], 0);
+    }
+  }
+  __syncwarp(mask);
+}
+
+// ------------------------------------------------------------------------------------------- ld / st
+// Pointer to this thread's first cell for a tcgen05.ld/st of `shape` with `nreg` registers per thread; the
+// rewriter adds the per-register offsets, which do not depend on the thread (PTX "Matrix fragments for
+// tcgen05.ld and tcgen05.st"):
+//   32x32b : thread l, register r -> lane l,                         column r
+//   16x64b : thread l, register r -> lane l/4 + 8*(l%2),             column (l/2)%2 + 2r
+//   16x128b: thread l, register r -> lane l/4 + 8*(r%2),             column l%4 + 4*(r/2)
+//   16x256b: thread l, register r -> lane l/4 + 8*((r/2)%2),         column r%2 + 2*(l%4) + 8*(r/4)
+extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32_t site, uint32_t taddr,
+                                                                          uint32_t shape, uint32_t nreg) {
+  const uint32_t mask = __activemask();
+  const uint32_t l = emu_lane();
+  if (mask != 0xFFFFFFFFu && l == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
+  const uint32_t lane0 = taddr >> 16, col0 = taddr & 0xFFFFu;
+  uint32_t rows, cols, dl, dc;
+  switch (shape) {
+    case S_32x32b: rows = 32; cols = nreg; dl = l; dc = 0; break;
+    case S_16x64b: rows = 16; cols = 2 * nreg; dl = l / 4 + 8 * (l % 2); dc = (l / 2) % 2; break;
+    case S_16x128b: rows = 16; cols = 2 * nreg; dl = l / 4; dc = l % 4; break;
+    default: rows = 16; cols = 2 * nreg; dl = l / 4; dc = 2 * (l % 4); break;
+  }
+  // A warp reaches only its own 32-lane quarter (warp id % 4).
+  const uint32_t quarter = emu_warp_in_cta() % 4u;
+  if (lane0 / 32u != quarter || (lane0 % 32u) + rows > 32u) {
+    if (l == emu_leader(mask)) emu_fail(E_LANE_QUARTER, site, taddr, emu_warp_in_cta());
+    return (unsigned long long)(__nvfp4emu_dummy + dl * EMU_COLS + dc);
+  }
+  uint32_t* block = emu_block(site, lane0, col0, rows, cols);
+  return (unsigned long long)(block + dl * EMU_COLS + dc);
+}
+
+// ------------------------------------------------------------------------------------------- descriptors
+struct EmuSDesc { uint32_t start, lbo, sbo, swizzle, err; };
+
+static __device__ __forceinline__ EmuSDesc emu_sdesc(unsigned long long d) {
+  EmuSDesc r;
+  r.start = (uint32_t)(d & 0x3FFFull) << 4;
+  r.lbo = (uint32_t)((d >> 16) & 0x3FFFull) << 4;
+  r.sbo = (uint32_t)((d >> 32) & 0x3FFFull) << 4;
+  const uint32_t version = (uint32_t)((d >> 46) & 7ull), base_offset = (uint32_t)((d >> 49) & 7ull);
+  const uint32_t lbo_mode = (uint32_t)((d >> 52) & 1ull);
+  r.swizzle = (uint32_t)((d >> 61) & 7ull);
+  r.err = E_NONE;
+  if (version != 1u) r.err = E_SDESC_VERSION;
+  else if (!(r.swizzle == 0u || r.swizzle == 2u || r.swizzle == 4u || r.swizzle == 6u)) r.err = E_SDESC_SWIZZLE;
+  else if (base_offset != 0u) r.err = E_SDESC_BASE_OFFSET;
+  else if (lbo_mode != 0u) r.err = E_SDESC_LBO_MODE;
+  return r;
+}
+
+// Shared address of the 16-byte chunk holding bytes [kbyte, kbyte + 16) of row r of a K-major operand:
+// swizzled: 8-row atoms, row pitch = swizzle span, next 8 rows at SBO, XOR of address bits [4,7) with [7,10);
+// no swizzle: core matrices of 8 rows x 16 bytes, next along K at LBO, next 8 rows at SBO.
+static __device__ __forceinline__ uint32_t emu_kmajor_chunk(const EmuSDesc& d, uint32_t r, uint32_t kbyte) {
+  if (d.swizzle == 0u) return d.start + (r / 8u) * d.sbo + (r % 8u) * 16u + (kbyte / 16u) * d.lbo;
+  const uint32_t span = d.swizzle == 2u ? 128u : d.swizzle == 4u ? 64u : 32u;
+  const uint32_t bits = d.swizzle == 2u ? 7u : d.swizzle == 4u ? 3u : 1u;
+  const uint32_t lin = d.start + (r / 8u) * d.sbo + (r % 8u) * span + kbyte;
+  return lin ^ (((lin >> 7) & bits) << 4);
+}
+
+static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------- cp
+extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
+  const EmuSDesc d = emu_sdesc(sdesc);
+  if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
+  uint32_t rows, chunks;  // source rows and 16-byte chunks per row
+  switch (shape) {
+    case C_128x256b: rows = 128; chunks = 2; break;
+    case C_4x256b: rows = 4; chunks = 2; break;
+    case C_128x128b: rows = 128; chunks = 1; break;
+    case C_64x128b_02_13: case C_64x128b_01_23: rows = 64; chunks = 1; break;
+    case C_32x128b_x4: rows = 32; chunks = 1; break;
+    default: emu_fail(E_CP_SHAPE, site, shape, 0); return;
+  }
+  const uint32_t lane0 = taddr >> 16, col0 = taddr & 0xFFFFu;
+  const uint32_t dst_rows = (shape == C_4x256b) ? 4u : 128u;
+  uint32_t* block = emu_block(site, lane0, col0, dst_rows, 4u * chunks);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint4 v = emu_lds128(emu_kmajor_chunk(d, r, 16u * c));
+      uint32_t lanes[4], nl = 0;
+      switch (shape) {
+        case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; nl = 2; break;
+        case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; nl = 2; break;
+        case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; nl = 4; break;
+        default: lanes[0] = r; nl = 1; break;
+      }
+      for (uint32_t i = 0; i < nl; ++i) {
+        uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * c;
+        cell[0] = v.x; cell[1] = v.y; cell[2] = v.z; cell[3] = v.w;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------- number formats
+static __device__ __forceinline__ float emu_e2m1(uint32_t c) {
+  const float mag = (float)((0xC8643210u >> (4u * (c & 7u))) & 0xFu) * 0.5f;
+  return (c & 8u) ? -mag : mag;
+}
+static __device__ __forceinline__ float emu_ldexp(float v, int e) {
+  while (e > 0) { v *= 2.0f; --e; }
+  while (e < 0) { v *= 0.5f; ++e; }
+  return v;
+}
+// Generic small float: 1 sign bit (if `sign`), `eb` exponent bits, `mb` mantissa bits, bias 2^(eb-1)-1,
+// subnormals; `nan_all_ones` marks e4m3's single NaN (S.1111.111); e5m2 has IEEE inf/NaN.
+static __device__ float emu_minifloat(uint32_t bits, uint32_t eb, uint32_t mb, bool sign, int kind_special) {
+  const uint32_t m = bits & ((1u << mb) - 1u), e = (bits >> mb) & ((1u << eb) - 1u);
+  const bool neg = sign && ((bits >> (eb + mb)) & 1u);
+  const int bias = (1 << (eb - 1)) - 1;
+  float v;
+  if (kind_special == 1 && e == (1u << eb) - 1u && m == (1u << mb) - 1u) return __int_as_float(0x7FC00000);  // e4m3 NaN
+  if (kind_special == 2 && e == (1u << eb) - 1u) {  // e5m2 inf / NaN
+    if (m) return __int_as_float(0x7FC00000);
+    return neg ? -__int_as_float(0x7F800000) : __int_as_float(0x7F800000);
+  }
+  if (e == 0) v = emu_ldexp((float)m, 1 - bias - (int)mb);
+  else v = emu_ldexp(1.0f + (float)m / (float)(1u << mb), (int)e - bias);
+  return neg ? -v : v;
+}
+static __device__ __forceinline__ float emu_ue8m0(uint32_t b) {
+  b &= 0xFFu;
+  if (b == 0xFFu) return __int_as_float(0x7FC00000);
+  return b == 0u ? __int_as_float(0x00400000) : __int_as_float((int)(b << 23));  // 2^-127 is subnormal
+}
+static __device__ __forceinline__ float emu_ue4m3(uint32_t b) { return emu_minifloat(b & 0x7Fu, 4, 3, false, 1); }
+
+// Element k of an operand row as float. fmt: kind-specific code from the instruction descriptor.
+// f16 kind: 0 f16, 1 bf16; tf32: 2; f8f6f4 family: 0 e4m3, 1 e5m2, 3 e2m3, 4 e3m2, 5 e2m1 (one byte each);
+// i8: 0 u8, 1 s8; mxf4 family: packed e2m1 (two per byte, low nibble first).
+static __device__ __forceinline__ float emu_decode(uint32_t kind, uint32_t fmt, uint32_t raw) {
+  switch (kind) {
+    case K_F16: return fmt == 0 ? __half2float(__ushort_as_half((unsigned short)(raw & 0xFFFFu))) : __uint_as_float((raw & 0xFFFFu) << 16);
+    case K_TF32: return __uint_as_float(raw & 0xFFFFE000u);
+    case K_I8: return fmt == 1 ? (float)(int)(signed char)(raw & 0xFFu) : (float)(raw & 0xFFu);
+    case K_F8F6F4: case K_MXF8F6F4:
+      switch (fmt) {
+        case 0: return emu_minifloat(raw & 0xFFu, 4, 3, true, 1);
+        case 1: return emu_minifloat(raw & 0xFFu, 5, 2, true, 2);
+        case 3: return emu_minifloat(raw & 0x3Fu, 2, 3, true, 0);
+        case 4: return emu_minifloat(raw & 0x3Fu, 3, 2, true, 0);
+        default: return emu_e2m1(raw & 0xFu);
+      }
+    default: return emu_e2m1(raw & 0xFu);
+  }
+}
+
+struct EmuMma {
+  uint32_t kind, M, N, K, bits, afmt, bfmt, dtype_f32, neg_a, neg_b, scaled, sf_block, scale_ue8m0, sfa_id, sfb_id;
+};
+
+// Instruction descriptor (PTX ISA "Instruction descriptor"): common bits 0-1 sparsity selector, 2 sparse,
+// 13/14 negate A/B, 15/16 transpose A/B, 17-22 N>>3. Non-scaled kinds: 3 saturate, 4-5 D type, 7-9 atype,
+// 10-12 btype, 24-28 M>>4, 30-31 max shift. Block-scaled kinds: 4-5 SFB id, 7-9 atype, 10-11 (mxf4*) or
+// 10-12 btype, 23 scale type (1 = UE8M0), 27-28 M>>7, 29-30 SFA id, 31 K = 96.
+static __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_t vec, EmuMma& m) {
+  m.kind = kind;
+  m.neg_a = (d >> 13) & 1u; m.neg_b = (d >> 14) & 1u;
+  m.N = ((d >> 17) & 0x3Fu) << 3;
+  m.scaled = kind >= K_MXF8F6F4;
+  if ((d >> 2) & 1u) return E_IDESC_SPARSE;
+  if ((d >> 15) & 3u) return E_IDESC_TRANSPOSE;
+  if (!m.scaled) {
+    m.dtype_f32 = ((d >> 4) & 3u);
+    m.afmt = (d >> 7) & 7u; m.bfmt = (d >> 10) & 7u;
+    m.M = ((d >> 24) & 0x1Fu) << 4;
+    if (kind == K_I8) { if (m.dtype_f32 != 2u) return E_IDESC_DTYPE; }   // s32 = 2
+    else if (m.dtype_f32 != 1u) return E_IDESC_DTYPE;                    // this emulator: F32 accumulators
+    if (kind == K_F16 && (m.afmt > 1u || m.bfmt > 1u || m.afmt != m.bfmt)) return E_IDESC_TYPE;
+    if (kind == K_TF32 && (m.afmt != 2u || m.bfmt != 2u)) return E_IDESC_TYPE;
+    if (kind == K_I8 && (m.afmt > 1u || m.bfmt > 1u)) return E_IDESC_TYPE;
+    if (kind == K_F8F6F4 && (m.afmt == 2u || m.afmt > 5u || m.bfmt == 2u || m.bfmt > 5u)) return E_IDESC_TYPE;
+    m.K = kind == K_F16 ? 16u : kind == K_TF32 ? 8u : 32u;
+    m.bits = kind == K_F16 ? 16u : kind == K_TF32 ? 32u : 8u;
+    m.sf_block = 0; m.scale_ue8m0 = 0; m.sfa_id = m.sfb_id = 0;
+  } else {
+    m.dtype_f32 = 1;
+    m.sfb_id = (d >> 4) & 3u; m.sfa_id = (d >> 29) & 3u;
+    m.afmt = (d >> 7) & 7u;
+    m.bfmt = kind == K_MXF8F6F4 ? (d >> 10) & 7u : (d >> 10) & 3u;
+    m.scale_ue8m0 = (d >> 23) & 1u;
+    m.M = ((d >> 27) & 3u) << 7;
+    if ((d >> 31) & 1u) return E_IDESC_K96;
+    if (kind == K_MXF8F6F4) {
+      if (m.afmt == 2u || m.afmt > 5u || m.bfmt == 2u || m.bfmt > 5u) return E_IDESC_TYPE;
+      m.K = 32; m.bits = 8; m.sf_block = 32;
+      if (!m.scale_ue8m0) return E_SCALE_TYPE;
+    } else {
+      if (m.afmt != 1u || m.bfmt != 1u) return E_IDESC_TYPE;
+      m.K = 64; m.bits = 4;
+      m.sf_block = vec == 4u ? 16u : 32u;  // the instruction's scale_vec::4X / block16 vs 2X / block32
+      if (kind == K_MXF4 && (!m.scale_ue8m0 || vec == 4u)) return E_SCALE_TYPE;
+      if (vec == 4u && m.scale_ue8m0) return E_SCALE_TYPE;
+      if (vec != 4u && !m.scale_ue8m0) return E_SCALE_TYPE;
+    }
+    if (m.sf_block == 16u && (m.sfa_id || m.sfb_id)) return E_IDESC_SFID;
+    if (m.sf_block == 32u && m.K == 64u && ((m.sfa_id & 1u) || (m.sfb_id & 1u))) return E_IDESC_SFID;
+  }
+  if (m.M != 128u) return E_IDESC_SHAPE;  // cta_group::1 with M = 128 (M = 64 uses another D layout)
+  if (m.N < 8u || m.N > 256u || (m.N % 8u)) return E_IDESC_SHAPE;
+  return E_NONE;
+}
+
+// Raw bits of element k of row r of an operand in shared memory (K-major) or, for A, in tensor memory.
+static __device__ __forceinline__ uint32_t emu_raw_smem(const EmuSDesc& d, uint32_t r, uint32_t k, uint32_t bits) {
+  const uint32_t bit = k * bits, byte = bit / 8u;
+  const uint32_t addr = emu_kmajor_chunk(d, r, byte & ~15u) + (byte & 15u);
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr & ~3u) : "memory");
+  return v >> (8u * (addr & 3u) + (bit & 7u));
+}
+
+// Scale-factor cell for operand row r (scale_vec layouts in tensor memory: row r in lane r % 32, column
+// base + r / 32; the byte(s) per K block start at the SF id).
+static __device__ __forceinline__ float emu_scale(const uint32_t* sf_col0, uint32_t r, uint32_t blk, uint32_t sf_id, const EmuMma& m) {
+  const uint32_t cell = sf_col0[(r % 32u) * EMU_COLS + r / 32u];
+  const uint32_t byte = (cell >> (8u * ((sf_id + blk) & 3u))) & 0xFFu;
+  return m.scale_ue8m0 ? emu_ue8m0(byte) : emu_ue4m3(byte);
+}
+
+// Packed e2m1 fast path (mxf4 / mxf4nvf4): 2x values are small integers, so each 16- or 32-element block
+// sum is exact in integers; the block scales multiply exactly in fp32, then one fma per block into D.
+static __device__ __forceinline__ uint32_t emu_e2m1x4_to_s8x4(uint32_t nib16) {
+  const uint32_t pos = __byte_perm(0x03020100u, 0x0C080604u, nib16 & 0x7777u);
+  const uint32_t neg = __byte_perm(0xFDFEFF00u, 0xF4F8FAFCu, nib16 & 0x7777u);
+  const uint32_t s = __byte_perm(0x0000FF00u, 0u, (nib16 >> 3) & 0x1111u);
+  return (pos & ~s) | (neg & s);
+}
+
+extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t kind, uint32_t vec, uint32_t d_taddr,
+                                                      unsigned long long a_operand, uint32_t a_in_tmem,
+                                                      unsigned long long b_desc, uint32_t idesc, uint32_t accumulate,
+                                                      uint32_t sfa_taddr, uint32_t sfb_taddr) {
+  EmuMma m;
+  const uint32_t err = emu_idesc(kind, idesc, vec, m);
+  if (err) { emu_fail(err, site, idesc, kind); return; }
+  const EmuSDesc db = emu_sdesc(b_desc);
+  EmuSDesc da = db;
+  if (db.err) { emu_fail(db.err, site, (uint32_t)(b_desc >> 32), (uint32_t)b_desc); return; }
+  if (!a_in_tmem) {
+    da = emu_sdesc(a_operand);
+    if (da.err) { emu_fail(da.err, site, (uint32_t)(a_operand >> 32), (uint32_t)a_operand); return; }
+  }
+  if ((d_taddr >> 16) != 0u) { emu_fail(E_LANE_RANGE, site, d_taddr, 0); return; }
+  uint32_t* D = emu_block(site, 0, d_taddr & 0xFFFFu, m.M, m.N);
+  if (D == __nvfp4emu_dummy) return;
+  const uint32_t* A_tmem = nullptr;
+  if (a_in_tmem) {
+    A_tmem = emu_block(site, (uint32_t)a_operand >> 16, (uint32_t)a_operand & 0xFFFFu, m.M, m.K * m.bits / 32u);
+    if (A_tmem == __nvfp4emu_dummy) return;
+  }
+  const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
+  if (m.scaled) {
+    if ((sfa_taddr >> 16) || (sfb_taddr >> 16)) { emu_fail(E_LANE_RANGE, site, sfa_taddr, sfb_taddr); return; }
+    SFA = emu_block(site, 0, sfa_taddr & 0xFFFFu, 32, (m.M + 31u) / 32u);
+    SFB = emu_block(site, 0, sfb_taddr & 0xFFFFu, 32, (m.N + 31u) / 32u);
+    if (SFA == __nvfp4emu_dummy || SFB == __nvfp4emu_dummy) return;
+  }
+  const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
+
+  if (m.bits == 4u && !a_in_tmem) {  // mxf4 / mxf4nvf4, both operands in shared memory
+    const uint32_t nblk = 64u / m.sf_block;
+    for (uint32_t n = 0; n < m.N; ++n) {
+      const uint4 b0 = emu_lds128(emu_kmajor_chunk(db, n, 0)), b1 = emu_lds128(emu_kmajor_chunk(db, n, 16));
+      const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      uint32_t bq[16];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
+      float sb[4];
+      for (uint32_t j = 0; j < nblk; ++j) sb[j] = emu_scale(SFB, n, j, m.sfb_id, m);
+      for (uint32_t r = 0; r < m.M; ++r) {
+        const uint4 a0 = emu_lds128(emu_kmajor_chunk(da, r, 0)), a1 = emu_lds128(emu_kmajor_chunk(da, r, 16));
+        const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        int part[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {  // word i holds elements 8i .. 8i+7
+          const int blk = (8 * i) / (int)m.sf_block;
+          part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[i] & 0xFFFFu), (int)bq[2 * i], part[blk]);
+          part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[i] >> 16), (int)bq[2 * i + 1], part[blk]);
+        }
+        uint32_t* dc = D + r * EMU_COLS + n;
+        float acc = accumulate ? __uint_as_float(*dc) : 0.0f;
+        for (uint32_t j = 0; j < nblk; ++j) {
+          const float sc = emu_scale(SFA, r, j, m.sfa_id, m) * sb[j];
+          acc = fmaf(sign * (float)part[j] * 0.25f, sc, acc);
+        }
+        *dc = __float_as_uint(acc);
+      }
+    }
+    return;
+  }
+
+  // Generic path: every kind, A in shared or tensor memory.
+  for (uint32_t n = 0; n < m.N; ++n) {
+    for (uint32_t r = 0; r < m.M; ++r) {
+      uint32_t* dc = D + r * EMU_COLS + n;
+      if (m.kind == K_I8) {
+        int acc = accumulate ? (int)*dc : 0;
+        for (uint32_t k = 0; k < m.K; ++k) {
+          const uint32_t ra = a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem(da, r, k, 8);
+          const uint32_t rb = emu_raw_smem(db, n, k, 8);
+          acc += (int)emu_decode(K_I8, m.afmt, ra) * (int)emu_decode(K_I8, m.bfmt, rb);
+        }
+        *dc = (uint32_t)acc;
+        continue;
+      }
+      float acc = accumulate ? __uint_as_float(*dc) : 0.0f;
+      const uint32_t per_scale = m.scaled ? m.sf_block : m.K;
+      for (uint32_t k0 = 0; k0 < m.K; k0 += per_scale) {
+        float s = 0.0f;
+        for (uint32_t k = k0; k < k0 + per_scale; ++k) {
+          uint32_t ra;
+          if (a_in_tmem) {
+            const uint32_t bit = k * m.bits;
+            ra = A_tmem[r * EMU_COLS + bit / 32u] >> (bit % 32u);
+          } else {
+            ra = emu_raw_smem(da, r, k, m.bits);
+          }
+          const uint32_t rb = emu_raw_smem(db, n, k, m.bits);
+          s = fmaf(emu_decode(m.kind, m.afmt, ra), emu_decode(m.kind, m.bfmt, rb), s);
+        }
+        if (m.scaled) {
+          const uint32_t j = k0 / m.sf_block;
+          s *= emu_scale(SFA, r, j, m.sfa_id, m) * emu_scale(SFB, n, j, m.sfb_id, m);
+        }
+        acc += sign * s;
+      }
+      *dc = __float_as_uint(acc);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------- commit
+// The emulated operations are already complete: make their writes visible, then arrive once on the
+// mbarrier (or on the same offset in every CTA of `cta_mask` with .multicast::cluster).
+extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
+  (void)site;
+  __threadfence();
+  if (!multicast) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(mbar) : "memory");
+    return;
+  }
+  for (uint32_t rank = 0; rank < 16u; ++rank) {
+    if (!((cta_mask >> rank) & 1u)) continue;
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(mbar), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  }
+}
