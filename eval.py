@@ -104,8 +104,15 @@ def cli():
     """Evaluate an NVFP4 submission. With POPCORN_FD set, speaks the competition's protocol."""
 
 
+emulation_option = click.option(
+    "--emulate-blackwell", is_flag=True,
+    help="On a Hopper GPU: build the submission's CUDA code for sm_100a and run its tcgen05 instructions in "
+         "software (correctness only; never timed).")
+
+
 @cli.command()
 @case_options
+@emulation_option
 def test(**options):
     """Check the submission against the reference on the test cases (or SPECFILE's)."""
     evaluate("test", **options)
@@ -136,6 +143,7 @@ def profile(**options):
 
 @cli.command()
 @case_options
+@emulation_option
 def diagnose(**options):
     """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol)."""
     evaluate("diagnose", **options)
@@ -225,9 +233,10 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 
 
 def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
-             quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None):
+             quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None,
+             emulate_blackwell=False):
     """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
-    from arena.evaluation import run_mode
+    from arena.evaluation import EmulationUnavailable, run_mode
     from arena.specs import apply_secret_seed
     from arena.taskdef import TaskError
 
@@ -265,9 +274,12 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
                                           sandboxed=not no_sandbox, timing_method=timing_method,
-                                          progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir))
+                                          progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir),
+                                          emulate_blackwell=emulate_blackwell)
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
+    except EmulationUnavailable as error:
+        fail_setup(str(error), EXIT_USAGE)
     except sandbox.Terminated as stop:
         click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
         sys.exit(128 + stop.signum)

@@ -25,8 +25,25 @@ def _one_line(result) -> str:
     return ""
 
 
+class EmulationUnavailable(RuntimeError):
+    """One line: why --emulate-blackwell cannot run on this machine."""
+
+
+def blackwell_emulation_problem(torch) -> str | None:
+    """Why this machine cannot run --emulate-blackwell, or None: it needs a Hopper GPU (sm_90a)."""
+    if not torch.cuda.is_available():
+        return "--emulate-blackwell needs a Hopper GPU (sm_90a): no CUDA GPU was found"
+    major, minor = torch.cuda.get_device_capability()
+    name = torch.cuda.get_device_name()
+    if major >= 10:
+        return f"--emulate-blackwell is for Hopper GPUs: this {name} (sm_{major}{minor}) runs tcgen05 itself"
+    if major != 9:
+        return f"--emulate-blackwell needs a Hopper GPU (sm_90a); this is {name} (sm_{major}{minor})"
+    return None
+
+
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
-             timing_method=None, progress=None, figures=False):
+             timing_method=None, progress=None, figures=False, emulate_blackwell=False):
     sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
     hardening = sandbox.harden_parent(sandboxed)
@@ -41,7 +58,7 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     early = spawn_worker(os.path.abspath(submission), sandboxed)
     try:
         return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
-                    hardening, early, clock, progress or Silent(), figures)
+                    hardening, early, clock, progress or Silent(), figures, emulate_blackwell)
     finally:
         if progress is not None:
             progress.close()
@@ -49,7 +66,7 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
 
 
 def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
-         early, clock, progress, figures):
+         early, clock, progress, figures, emulate_blackwell=False):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import CaseResult, RunInfo
@@ -61,6 +78,8 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
     from arena import diagnose, figures, html_report, report  # noqa: F401
     report.warm_up(mode)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if emulate_blackwell and blackwell_emulation_problem(torch):
+        raise EmulationUnavailable(blackwell_emulation_problem(torch))
     if device == "cpu":
         notice("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)")
     ranked = mode == "leaderboard"
@@ -76,7 +95,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
-                    sandboxed=sandboxed, spawned=early)
+                    sandboxed=sandboxed, spawned=early, emulate_blackwell=emulate_blackwell)
     evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON

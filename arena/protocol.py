@@ -23,15 +23,16 @@ class Hello:
     task_folder: str        # its task.py / reference.py / utils.py win over files beside the submission
     device: str             # "cuda" or "cpu"
     probe: bool             # an isolated GPU worker: a probe request comes first
+    emulate_blackwell: bool = False     # build sm_100a and run tcgen05 in software (arena/blackwell)
 
     def to_message(self) -> dict:
         return {"submission": self.submission, "task_folder": self.task_folder, "device": self.device,
-                "probe": self.probe}
+                "probe": self.probe, "emulate_blackwell": self.emulate_blackwell}
 
     @classmethod
     def from_message(cls, message: dict) -> Hello:
         return cls(str(message["submission"]), str(message["task_folder"]), str(message["device"]),
-                   bool(message.get("probe")))
+                   bool(message.get("probe")), bool(message.get("emulate_blackwell")))
 
 
 @dataclass

@@ -62,6 +62,7 @@ class Worker:
     notices: list = field(default_factory=list)     # one-line announcements from the worker (emulation, ...)
     hardening: str = "not started"
     probe_failed: str = ""
+    emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
     _pool: object = None
 
@@ -75,7 +76,8 @@ class Worker:
         self.isolation.worker_reported(sandbox.clean_text(str(first.get("isolation", "unknown")), 200))
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
         sandbox.worker_started()            # from the hello on, the submission's code may run
-        channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe).to_message())
+        channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe,
+                                           self.emulate_blackwell).to_message())
         if probe and not self._probe():
             return
         reply, _ = self._receive(self.import_timeout, "importing the submission")

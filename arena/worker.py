@@ -71,11 +71,12 @@ def require_plain(value, torch_tensor_type, depth: int = 0):
 
 
 class Session:
-    def __init__(self, submission: str, task_folder: str, device: str):
+    def __init__(self, submission: str, task_folder: str, device: str, after_call=None):
         import torch
         from arena.taskdef import add_task_paths
         self.torch = torch
         self.device = device
+        self.after_call = after_call        # --emulate-blackwell: raises what the emulated kernels did wrong
         # The task's own task.py/reference.py/utils.py win over any of the same name beside the submission.
         sys.path.insert(0, str(Path(submission).resolve().parent))
         add_task_paths(Path(task_folder))
@@ -133,6 +134,8 @@ class Session:
             outputs.append(self.custom_kernel(data))
             self.host_us = (time.perf_counter() - start) * 1e6
             self._sync()
+            if self.after_call is not None:
+                self.after_call()
         self._launch_check()
         return {"outputs": outputs}
 
@@ -231,9 +234,21 @@ def _probe(sock, device: str, request, fds) -> bool:
         return False
 
 
-def _notices(emulation) -> list[str]:
+def _notices(emulation, blackwell=None) -> list[str]:
     """Announced once the submission's calls were emulated (an import-time call counts too)."""
-    return [emulation.ANNOUNCEMENT] if emulation is not None and emulation.calls else []
+    notices = [blackwell.ANNOUNCEMENT] if blackwell is not None else []
+    return notices + ([emulation.ANNOUNCEMENT] if emulation is not None and emulation.calls else [])
+
+
+def _install_blackwell(capability) -> object:
+    """--emulate-blackwell in this worker: the runtime module, installed (arena/blackwell/runtime.py)."""
+    if capability is None or capability[0] != 9:
+        raise RuntimeError("--emulate-blackwell needs a Hopper GPU (sm_90a); this worker has "
+                           + ("no GPU" if capability is None else f"sm_{capability[0]}{capability[1]}"))
+    import torch
+    from arena.blackwell import runtime
+    runtime.install(torch)
+    return runtime
 
 
 def _close(fds):
@@ -267,8 +282,12 @@ def serve(sock: socket.socket, isolation: str):
         request, fds = channel.receive(sock)
         if not _probe(sock, device, request, fds):
             return
+    blackwell = None
     try:
-        session = Session(hello.submission, hello.task_folder, device)
+        if hello.emulate_blackwell:
+            blackwell = _install_blackwell(capability)
+        session = Session(hello.submission, hello.task_folder, device,
+                          after_call=blackwell.raise_on_error if blackwell else None)
     except integrity.IntegrityViolation as error:
         channel.send(sock, {"error": str(error)})
         return
@@ -276,7 +295,7 @@ def serve(sock: socket.socket, isolation: str):
         channel.send(sock, {"error": f"cannot import submission: {_explained(error, capability)}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
-    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation)})
+    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation, blackwell)})
     ops = {op: getattr(session, op) for op in OPS}       # run, time, wall, profile
     while True:
         try:
@@ -308,7 +327,7 @@ def serve(sock: socket.socket, isolation: str):
                 reply["data"], out_fds = encoder.finish(encoder.tree(reply.pop("outputs")))
             except Exception as error:    # an output that cannot be shared (odd device, closed storage, ...)
                 reply = {"error": f"the output could not be sent to the evaluator: {_first_line(error)}"}
-        reply["notices"] = _notices(emulation)
+        reply["notices"] = _notices(emulation, blackwell)
         try:
             channel.send(sock, reply, out_fds)
         finally:

@@ -1,0 +1,134 @@
+"""The three programs `--emulate-blackwell` puts in front of the CUDA toolchain (arena/blackwell/toolchain.py
+writes one-line scripts that run `python3 shims.py TOOL ARGS...`):
+
+- nvcc: drops the build's own GPU-architecture flags, compiles device code for compute_100a (so
+  `__CUDA_ARCH__` and the feature macros are Blackwell's), force-includes emulation_host.h, and runs the real
+  nvcc through a private nvcc.profile whose PATH puts the two shims below first;
+- ptxas: for an sm_100-family target, rewrites the PTX (ptx_rewrite.py) and assembles it for sm_90a;
+- fatbinary: labels the rewritten sm_90a images as such and drops Blackwell PTX images.
+Failures print one line starting with "emulate-blackwell:" and exit 1.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+
+from arena.blackwell import toolchain  # noqa: E402
+from arena.blackwell.ptx_rewrite import CannotEmulate, rewrite  # noqa: E402
+
+_BLACKWELL = re.compile(r"sm_1[0-2]\d[af]?$")
+_ARCH_FLAG = re.compile(r"^(-gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code)(=.*)?$")
+
+
+def fail(message: str) -> int:
+    print(f"emulate-blackwell: {message}", file=sys.stderr)
+    return 1
+
+
+def nvcc(args: list[str]) -> int:
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        m = _ARCH_FLAG.match(arg)
+        if m:
+            skip = m.group(2) is None      # the value is the next argument
+            continue
+        kept.append(arg)
+    work = toolchain.workdir()
+    out = kept[kept.index("-o") + 1] if "-o" in kept[:-1] else None
+    env = dict(os.environ)
+    if out:
+        env[toolchain.SITES_ENV] = os.path.abspath(out) + ".emu.json"
+    command = [toolchain.private_nvcc(work), "-gencode=arch=compute_100a,code=sm_100a",
+               "-include", toolchain.host_header()] + kept
+    return subprocess.call(command, env=env)
+
+
+def _arch(args: list[str]) -> tuple[str | None, int | None]:
+    for i, arg in enumerate(args):
+        if arg.startswith("-arch="):
+            return arg.split("=", 1)[1], i
+        if arg in ("-arch", "--gpu-name") and i + 1 < len(args):
+            return args[i + 1], i + 1
+        if arg.startswith("--gpu-name="):
+            return arg.split("=", 1)[1], i
+    return None, None
+
+
+def ptxas(args: list[str]) -> int:
+    real = toolchain.real_tool("ptxas")
+    arch, at = _arch(args)
+    if arch is None or not _BLACKWELL.match(arch):
+        return subprocess.call([real] + args)
+    sources = [i for i, a in enumerate(args) if a.endswith(".ptx")]
+    if len(sources) != 1:
+        return fail(f"ptxas was given {len(sources)} PTX files; expected one")
+    source = args[sources[0]]
+    with open(source) as f:
+        text = f.read()
+    try:
+        new, sites = rewrite(text, toolchain.library_ptx())
+    except CannotEmulate as error:
+        return fail(f"cannot emulate {error}")
+    rewritten = source + ".sm90a.ptx"
+    with open(rewritten, "w") as f:
+        f.write(new)
+    sites_file = os.environ.get(toolchain.SITES_ENV)
+    if sites_file:
+        with open(sites_file, "w") as f:
+            json.dump([{"site": s.number, "line": s.line, "instruction": s.instruction} for s in sites], f)
+    args = list(args)
+    args[sources[0]] = rewritten
+    args[at] = "-arch=sm_90a" if args[at].startswith("-arch=") else (
+        "--gpu-name=sm_90a" if args[at].startswith("--gpu-name=") else "sm_90a")
+    done = subprocess.run([real] + args, capture_output=True, text=True)
+    sys.stdout.write(done.stdout)
+    if done.returncode != 0:
+        return fail(explain_ptxas_error(done.stderr, new))
+    sys.stderr.write(done.stderr)
+    return 0
+
+
+def explain_ptxas_error(stderr: str, ptx: str) -> str:
+    """One line: the PTX instruction ptxas rejected for sm_90a, and why."""
+    lines = ptx.splitlines()
+    for line in stderr.splitlines():
+        m = re.search(r"line (\d+); error\s*:\s*(.*)", line)
+        if m:
+            number = int(m.group(1))
+            text = " ".join(lines[number - 1].split()) if 0 < number <= len(lines) else "?"
+            return f"cannot emulate `{text}`: ptxas for sm_90a says: {m.group(2).strip()}"
+    first = next((x for x in stderr.splitlines() if x.strip()), "no message")
+    return f"ptxas for sm_90a failed: {first.strip()}"
+
+
+def fatbinary(args: list[str]) -> int:
+    kept = []
+    for arg in args:
+        image = re.match(r"^--image3?=(.*)$", arg)
+        if image:
+            fields = dict(kv.split("=", 1) for kv in image.group(1).split(",") if "=" in kv)
+            sm = fields.get("sm") or fields.get("profile", "").replace("sm_", "").replace("compute_", "")
+            if re.match(r"1[0-2]\d", sm or ""):
+                if fields.get("kind") == "ptx" or "compute_" in fields.get("profile", ""):
+                    continue                # Blackwell PTX cannot be JIT-compiled on a Hopper GPU
+                arg = arg.replace(f"sm={sm}", "sm=90a").replace(f"profile=sm_{sm}", "profile=sm_90a")
+        kept.append(arg)
+    return subprocess.call([toolchain.real_tool("fatbinary")] + kept)
+
+
+def main(argv: list[str]) -> int:
+    tool, args = argv[0], argv[1:]
+    return {"nvcc": nvcc, "ptxas": ptxas, "fatbinary": fatbinary}[tool](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,124 @@
+"""The build side of `--emulate-blackwell`: a private folder that puts arena/blackwell/shims.py in front of
+nvcc, ptxas and fatbinary, and the emulation library compiled to PTX for sm_90a.
+
+`prepare()` makes the folder (once per library version) and returns the environment a process needs so that
+torch.utils.cpp_extension (load_inline / load, through ninja) builds every CUDA source the emulated way.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIBRARY_SOURCE = os.path.join(HERE, "tcgen05_library.cu")
+HOST_HEADER = os.path.join(HERE, "emulation_host.h")
+WORKDIR_ENV = "NVFP4EMU_WORKDIR"
+CUDA_ENV = "NVFP4EMU_CUDA_HOME"
+SITES_ENV = "NVFP4EMU_SITES"
+
+_PROFILE = """TOP              = {cuda}
+CICC_PATH        = $(TOP)/nvvm/bin
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += {shims}:$(CICC_PATH):$(TOP)/bin:
+INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)
+SYSTEM_INCLUDES +=  "-isystem" "$(TOP)/$(_TARGET_DIR_)/include/cccl" $(_SPACE_)
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)/stubs" "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+"""
+
+
+class ToolchainError(RuntimeError):
+    """One line: why the emulated build cannot be set up here."""
+
+
+def _is_cuda_home(path: str | None) -> bool:
+    """A CUDA toolkit root: its bin/ holds the real nvcc (with the nvcc.profile it reads) and ptxas."""
+    return bool(path) and all(os.path.exists(os.path.join(path, "bin", x)) for x in ("nvcc.profile", "ptxas"))
+
+
+def cuda_home() -> str:
+    candidates = [os.environ.get(CUDA_ENV), os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                  "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates += sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    for candidate in candidates:
+        if _is_cuda_home(candidate):
+            return candidate
+    raise ToolchainError("--emulate-blackwell needs the CUDA toolkit (nvcc, ptxas; 12.8 or newer): none found "
+                         "(set CUDA_HOME)")
+
+
+def real_tool(name: str) -> str:
+    return os.path.join(cuda_home(), "bin", name)
+
+
+def workdir() -> str:
+    return os.environ[WORKDIR_ENV]
+
+
+def private_nvcc(work: str) -> str:
+    return os.path.join(work, "real", "nvcc")
+
+
+def host_header() -> str:
+    return HOST_HEADER
+
+
+def library_version() -> str:
+    digest = hashlib.sha256()
+    for path in (LIBRARY_SOURCE, HOST_HEADER, os.path.join(HERE, "ptx_rewrite.py"), os.path.join(HERE, "shims.py")):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    digest.update(cuda_home().encode())
+    return digest.hexdigest()[:16]
+
+
+def library_ptx() -> str:
+    with open(os.path.join(workdir(), "library.ptx")) as f:
+        return f.read()
+
+
+def _write(path: str, text: str, mode: int | None = None):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def prepare(base: str | None = None) -> dict[str, str]:
+    """Make (or reuse) the emulation folder under `base` (default: the user's cache) and return the
+    environment variables that route CUDA builds through it."""
+    cuda = cuda_home()
+    base = base or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                "nvfp4-arena", "blackwell-emulation")
+    work = os.path.join(base, library_version())
+    if not os.path.exists(os.path.join(work, "ready")):
+        for sub in ("real", "shims", "bin", "extensions"):
+            os.makedirs(os.path.join(work, sub), exist_ok=True)
+        link = private_nvcc(work)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.join(cuda, "bin", "nvcc"), link)     # nvcc finds its profile beside argv[0]
+        _write(os.path.join(work, "real", "nvcc.profile"), _PROFILE.format(cuda=cuda, shims=os.path.join(work, "shims")))
+        shims = os.path.join(HERE, "shims.py")
+        for tool, folder in (("ptxas", "shims"), ("fatbinary", "shims"), ("nvcc", "bin")):
+            _write(os.path.join(work, folder, tool), f'#!/bin/sh\nexec "{sys.executable}" "{shims}" {tool} "$@"\n', 0o755)
+        built = subprocess.run([os.path.join(cuda, "bin", "nvcc"), "-arch=sm_90a", "-rdc=true", "-ptx", "-O3",
+                                LIBRARY_SOURCE, "-o", os.path.join(work, "library.ptx")],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
+            raise ToolchainError(f"the tcgen05 emulation library did not build: {first}")
+        _write(os.path.join(work, "ready"), "")
+    return {WORKDIR_ENV: work, CUDA_ENV: cuda, "PYTORCH_NVCC": os.path.join(work, "bin", "nvcc"),
+            "TORCH_EXTENSIONS_DIR": os.path.join(work, "extensions")}

@@ -1,0 +1,205 @@
+"""--emulate-blackwell on the CPU: the PTX rewriter and the build shims, with real nvcc and ptxas.
+
+- Every tcgen05 form of tests/blackwell/every_tcgen05.cu (our own kernel) is rewritten; ptxas for sm_90a
+  accepts the result and rejects the original; no tcgen05 is left.
+- Forms the emulation does not cover, and sm_100-only instructions that are not tcgen05, fail in one line
+  naming the instruction.
+- The nvcc shim builds an object whose only GPU code is an sm_90a ELF, and records the call sites.
+- The ld/st offset table the rewriter relies on is the same for every thread of the warp.
+The GPU half (the shipped sm_100a kernel and the public submissions through eval.py) is bench/blackwell_emulation_gpu.sh.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from arena.blackwell import ptx_rewrite, runtime, toolchain
+from arena.blackwell.ptx_rewrite import CannotEmulate, rewrite
+from arena.compile import find_tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVERY = os.path.join(ROOT, "tests", "blackwell", "every_tcgen05.cu")
+NVCC = find_tool("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+
+
+@pytest.fixture(scope="module")
+def emulation_env(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    env = toolchain.prepare(str(tmp_path_factory.mktemp("emu")))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield env
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _ptx(source: str, tmp_path, name="k") -> str:
+    out = tmp_path / f"{name}.ptx"
+    subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", source, "-o", str(out)],
+                   check=True, capture_output=True, text=True, timeout=240)
+    return out.read_text()
+
+
+def _ptxas(ptx: str, tmp_path, arch="sm_90a") -> subprocess.CompletedProcess:
+    path = tmp_path / f"in_{arch}.ptx"
+    path.write_text(ptx)
+    return subprocess.run([toolchain.real_tool("ptxas"), f"-arch={arch}", str(path), "-o", str(tmp_path / "o.cubin")],
+                          capture_output=True, text=True, timeout=240)
+
+
+@needs_nvcc
+def test_every_tcgen05_form_is_rewritten_and_assembles_for_sm90a(emulation_env, tmp_path):
+    original = _ptx(EVERY, tmp_path)
+    retargeted_only = re.sub(r"\.target\s+sm_100a", ".target sm_90a", original)
+    before = _ptxas(retargeted_only, tmp_path)      # without the rewrite, sm_90a has no tcgen05
+    assert before.returncode != 0 and "tcgen05" in before.stderr, before.stderr
+    new, sites = rewrite(original, toolchain.library_ptx())
+    assert not re.search(r"\btcgen05\.", ptx_rewrite.strip_comments(new))
+    assert re.search(r"^\s*\.target\s+sm_90a", new, re.M)
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = " ".join(s.instruction for s in sites)
+    for form in ["tcgen05.alloc", "tcgen05.dealloc", "tcgen05.relinquish_alloc_permit",
+                 "tcgen05.fence::before_thread_sync", "tcgen05.fence::after_thread_sync",
+                 "tcgen05.wait::ld", "tcgen05.wait::st", "tcgen05.st.sync.aligned.32x32b",
+                 "tcgen05.st.sync.aligned.16x256b", ".multicast::cluster", "arrive::one.b64"]:
+        assert form in seen, form
+    for kind in ptx_rewrite.MMA_KINDS:
+        assert f"kind::{kind} " in seen or f"kind::{kind}." in seen, kind
+    for shape in ptx_rewrite.CP_SHAPES:
+        assert f"tcgen05.cp.cta_group::1.{shape} " in seen, shape
+    for shape in ptx_rewrite.LD_SHAPES:
+        assert f"tcgen05.ld.sync.aligned.{shape}." in seen, shape
+    assert "[%r" in seen and "mma.cta_group::1.kind::f16 [%r2], [%r" in seen      # A from tensor memory
+
+
+@needs_nvcc
+def test_the_nvcc_shim_builds_only_sm90a_code_and_records_the_call_sites(emulation_env, tmp_path):
+    obj = tmp_path / "every.o"
+    done = subprocess.run([emulation_env["PYTORCH_NVCC"], "-gencode=arch=compute_90,code=sm_90", "-arch=sm_100a",
+                           "-O3", "-c", EVERY, "-o", str(obj)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    sites = json.loads((tmp_path / "every.o.emu.json").read_text())
+    assert len(sites) == 31 and sites[0]["instruction"].startswith("tcgen05.alloc")
+    cuobjdump = find_tool("cuobjdump")
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    listing = subprocess.run([cuobjdump, "-lelf", "-lptx", str(obj)], capture_output=True, text=True).stdout
+    assert re.findall(r"sm_\w+", listing) == ["sm_90a"], listing
+    sass = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True).stdout
+    assert "UTC" not in sass and "CALL" in sass
+
+
+MODULE = """.version 8.7
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u32 p)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<4>;
+.reg .pred %p<2>;
+ld.param.u32 %r1, [p];
+BODY
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("body, named", [
+    ("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r1], 64;", "cta_group::2"),
+    ("tcgen05.mma.ws.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, %p1;", "tcgen05.mma.ws"),
+    ("tcgen05.shift.cta_group::1.down [%r1];", "tcgen05.shift"),
+    ("tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%r2}, [%r1], 2;", "16x32bx2"),
+    ("tcgen05.ld.sync.aligned.32x32b.x1.pack::16b.b32 {%r2}, [%r1];", "16-bit packing"),
+    ("tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, {%r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
+    ("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64 [%r1], %rd1;", "decompression"),
+    ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r2}, [%r1];", "1 registers where the shape holds 2"),
+])
+def test_what_is_not_emulated_fails_in_one_line_naming_the_instruction(body, named):
+    with pytest.raises(CannotEmulate) as caught:
+        rewrite(MODULE.replace("BODY", body), ".version 8.7\n.target sm_90a\n.address_size 64\n")
+    message = str(caught.value)
+    assert "\n" not in message and named in message
+    assert body.split()[0].split(".")[0] in message       # the instruction's own text is quoted
+
+
+def test_a_module_for_another_target_is_refused():
+    with pytest.raises(CannotEmulate, match="targets sm_90a, not sm_100a"):
+        rewrite(MODULE.replace("sm_100a", "sm_90a").replace("BODY", ""), "")
+
+
+@needs_nvcc
+def test_an_sm100_only_instruction_outside_tcgen05_is_named(emulation_env, tmp_path):
+    source = tmp_path / "fp4cvt.cu"
+    source.write_text("""
+#include <stdint.h>
+__global__ void k(float* x, uint16_t* y) {
+  uint16_t r;
+  asm volatile("cvt.rn.satfinite.e2m1x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x[0]), "f"(x[1]));
+  y[threadIdx.x] = r;
+}
+""")
+    done = subprocess.run([emulation_env["PYTORCH_NVCC"], "-c", str(source), "-o", str(tmp_path / "k.o")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    lines = [x for x in done.stderr.splitlines() if x.startswith("emulate-blackwell:")]
+    assert len(lines) == 1, done.stderr
+    assert "cannot emulate `cvt.rn.satfinite.e2m1x2.f32" in lines[0] and "ptxas for sm_90a says" in lines[0]
+
+
+def _cell(shape: str, lane: int, reg: int) -> tuple[int, int]:
+    """(TMEM lane, column) of register `reg` of thread `lane`: the PTX ISA fragment tables."""
+    if shape == "32x32b":
+        return lane, reg
+    if shape == "16x64b":
+        return lane // 4 + 8 * (lane % 2), (lane // 2) % 2 + 2 * reg
+    if shape == "16x128b":
+        return lane // 4 + 8 * (reg % 2), lane % 4 + 4 * (reg // 2)
+    return lane // 4 + 8 * ((reg // 2) % 2), reg % 2 + 2 * (lane % 4) + 8 * (reg // 4)
+
+
+@pytest.mark.parametrize("shape", list(ptx_rewrite.LD_SHAPES))
+def test_ld_st_offsets_are_the_same_for_every_thread_and_cover_the_block_once(shape):
+    count = 8 * ptx_rewrite.LD_REGS_PER_REPEAT[shape]
+    offsets = ptx_rewrite.ld_st_offsets(shape, count)
+    cells = set()
+    for lane in range(32):
+        first = _cell(shape, lane, 0)
+        for reg, offset in enumerate(offsets):
+            row, col = _cell(shape, lane, reg)
+            assert offset == 4 * ((row - first[0]) * ptx_rewrite.TMEM_COLUMNS + (col - first[1]))
+            cells.add((row, col))
+    assert len(cells) == 32 * count          # no two threads or registers share a cell
+
+
+def test_an_error_record_reads_as_one_line_naming_the_instruction():
+    record = [7, 3, 0x200000, 1, 5, 0, 0, 33] + [0] * 8
+    text = runtime.describe(record, {3: "tcgen05.ld.sync.aligned.32x32b.x32.b32 {...}, [%r9];"})
+    assert "\n" not in text
+    assert "warp 1" in text and "lanes 32*(warp % 4)" in text and "tcgen05.ld.sync.aligned.32x32b" in text
+    assert "CTA (5,0,0) thread 33" in text
+
+
+def test_eval_refuses_emulation_without_a_hopper_gpu(tmp_path):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "test", "--emulate-blackwell", "-q",
+                           "--submission", os.path.join(ROOT, "submission.py")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 2
+    assert "error: --emulate-blackwell needs a Hopper GPU (sm_90a): no CUDA GPU was found" in done.stderr
+
+
+def test_benchmark_has_no_emulation_option():
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "benchmark", "--emulate-blackwell"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and "No such option '--emulate-blackwell'" in done.stderr   # never timed
