@@ -32,6 +32,8 @@ def _first_line(error: BaseException) -> str:
 def _explained(error: BaseException, capability: tuple | None) -> str:
     """The plain cause when the error only means "this machine cannot run it" (arena/missing.py), else the
     error's own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU."""
+    if type(error).__name__ in ("EmulationError", "EmulationBuildError"):   # --emulate-blackwell's own words
+        return str(error).strip().splitlines()[0]
     try:
         from arena import missing
         cause = missing.explain_import_error(error, capability)

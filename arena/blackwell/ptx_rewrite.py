@@ -178,6 +178,10 @@ def _cta_group(quals: list[str], instruction: str) -> None:
 def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instruction: str) -> str:
     verb = op.split(".")[1].split("::")[0]
     quals = _qualifiers(op)
+    if "aligned" in quals and verb in ("alloc", "dealloc", "ld", "st"):
+        # .sync.aligned: the whole warp executes it together. A call is not an aligned instruction, so
+        # ptxas need not reconverge the warp first: make it (what the hardware instruction implies).
+        e.body.append(f"{e.guard}bar.warp.sync -1;")
     if verb in ("alloc", "dealloc", "relinquish_alloc_permit", "mma", "cp", "commit", "shift"):
         _cta_group(quals, instruction)
     if verb == "alloc":

@@ -14,7 +14,7 @@ import glob
 import json
 import os
 
-ANNOUNCEMENT = ("notice: --emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
+ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
                 "instructions run in software on this Hopper GPU (correctness only: no times are reported)")
 CAPABILITY = (10, 0)
 
@@ -51,6 +51,11 @@ MESSAGES = {
 
 class EmulationError(RuntimeError):
     """One line: what an emulated tcgen05 instruction of the submission did wrong."""
+
+
+class EmulationBuildError(RuntimeError):
+    """One line from the build shims: what in the submission's CUDA code cannot be emulated, or why the
+    emulated build failed."""
 
 
 _state = {"modules": [], "installed": False}
@@ -92,7 +97,7 @@ def _build_error(error: BaseException) -> BaseException:
     """A failed emulated build: the shim's one line, when there is one."""
     for line in str(error).splitlines():
         if "emulate-blackwell:" in line:
-            return RuntimeError(line[line.index("emulate-blackwell:"):].strip())
+            return EmulationBuildError(line[line.index("emulate-blackwell:"):].strip())
     return error
 
 

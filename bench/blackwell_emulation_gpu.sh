@@ -1,0 +1,49 @@
+#!/bin/bash
+# --emulate-blackwell on a Hopper GPU (device machine). Steps (default: all):
+#   cpu      the rewriter/shim tests (tests/test_blackwell_emulation.py) on this machine's nvcc
+#   shipped  the shipped submission.py (its sm_100a tcgen05 path) through eval.py test --emulate-blackwell
+#   public   every file of .public19/ (public submissions, never committed; MANIFEST.tsv names the problem)
+# Prints one table at the end; JSON results land in $OUT (or /tmp/bwemu).
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/bwemu}; mkdir -p "$OUT"
+steps=${*:-cpu shipped public}
+rows=()
+task_for() { case "$1" in gemv) echo tasks/nvfp4_gemv;; dual_gemm) echo tasks/nvfp4_dual_gemm;;
+             group_gemm) echo tasks/nvfp4_group_gemm;; *) echo .;; esac; }
+run_one() {  # label submission task
+  local label=$1 sub=$2 task=$3 start=$SECONDS
+  timeout 560 python3 eval.py test --emulate-blackwell -q --timeout 400 --submission "$sub" --task "$task" \
+      --json "$OUT/$label.json" > "$OUT/$label.log" 2>&1
+  local rc=$? secs=$((SECONDS - start))
+  local verdict
+  verdict=$(python3 - "$OUT/$label.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"no json ({e.__class__.__name__})"); sys.exit()
+cases = d.get("cases") or d.get("results") or []
+ok = sum(1 for c in cases if c.get("passed"))
+first = next((c.get("error") or c.get("diagnosis") for c in cases if not c.get("passed")), "")
+print(f"{ok}/{len(cases)} passed" + (f"; first error: {str(first)[:300]}" if first else ""))
+PY
+)
+  rows+=("$label | rc $rc | ${secs}s | $verdict")
+  grep -m3 -E "emulate-blackwell|notice: --emulate" "$OUT/$label.log" | cut -c1-300
+}
+for step in $steps; do
+  case $step in
+    cpu) timeout 300 python3 -m pytest -q tests/test_blackwell_emulation.py 2>&1 | tail -3 ;;
+    shipped) run_one shipped submission.py . ;;
+    public)
+      [ -f .public19/MANIFEST.tsv ] || { echo "no .public19/MANIFEST.tsv"; continue; }
+      tail -n +2 .public19/MANIFEST.tsv | while IFS=$'\t' read -r file repo path commit problem rest; do
+        echo "$file	$problem"; done > "$OUT/list.tsv"
+      while IFS=$'\t' read -r file problem; do
+        [ -f ".public19/$file" ] || continue
+        run_one "pub_${file%.py}" ".public19/$file" "$(task_for "$problem")"
+      done < "$OUT/list.tsv" ;;
+  esac
+done
+echo; echo "=== --emulate-blackwell on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+printf '%s\n' "${rows[@]}"
