@@ -1,12 +1,14 @@
 #!/bin/bash
 # --emulate-blackwell on a Hopper GPU (device machine). Steps (default: all):
 #   cpu      the rewriter/shim tests (tests/test_blackwell_emulation.py) on this machine's nvcc
+#   kinds    tcgen05.mma kinds f16/tf32/f8f6f4/i8 and the 16x256b read, on our own kernel
+#   exact    the shipped sm_100a path bit for bit, tests and benchmarks (bench/blackwell_emulation_exact.py)
 #   shipped  the shipped submission.py (its sm_100a tcgen05 path) through eval.py test --emulate-blackwell
 #   public   every file of .public19/ (public submissions, never committed; MANIFEST.tsv names the problem)
 # Prints one table at the end; JSON results land in $OUT (or /tmp/bwemu).
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/bwemu}; mkdir -p "$OUT"
-steps=${*:-cpu shipped public}
+steps=${*:-cpu kinds shipped exact public}
 rows=()
 task_for() { case "$1" in gemv) echo tasks/nvfp4_gemv;; dual_gemm) echo tasks/nvfp4_dual_gemm;;
              group_gemm) echo tasks/nvfp4_group_gemm;; *) echo .;; esac; }
@@ -34,6 +36,8 @@ PY
 for step in $steps; do
   case $step in
     cpu) timeout 300 python3 -m pytest -q tests/test_blackwell_emulation.py 2>&1 | tail -3 ;;
+    kinds) timeout 300 python3 bench/blackwell_emulation_kinds.py 2>&1 | grep -v Warning | tail -6 ;;
+    exact) timeout 400 python3 bench/blackwell_emulation_exact.py --bench 2>&1 | tail -15 ;;
     shipped) run_one shipped submission.py . ;;
     public)
       [ -f .public19/MANIFEST.tsv ] || { echo "no .public19/MANIFEST.tsv"; continue; }

@@ -1,0 +1,63 @@
+"""tcgen05.mma kinds f16 (bf16), tf32, f8f6f4 (e4m3) and i8 under --emulate-blackwell's runtime, against
+torch, with D read back by 32x32b and by 16x256b (which must agree cell for cell). Our own kernel:
+tests/blackwell/one_mma.cu. Needs a Hopper GPU; prints one row per kind; exit 1 on any mismatch.
+
+    python bench/blackwell_emulation_kinds.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def main() -> int:
+    import torch
+
+    from arena.blackwell import runtime
+    runtime.install(torch)
+    from torch.utils.cpp_extension import load_inline
+    source = open(os.path.join(ROOT, "tests", "blackwell", "one_mma.cu")).read()
+    module = load_inline("emulated_one_mma", cpp_sources="", cuda_sources=source, functions=["run"],
+                         extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a", "-O2"])
+    torch.manual_seed(0)
+    n, failures = 64, 0
+    gen = {"f16 (bf16)": (0, torch.bfloat16, 16), "tf32": (1, torch.float32, 8), "f8f6f4 (e4m3)": (2, torch.float8_e4m3fn, 32),
+           "i8 (s8)": (3, torch.int8, 32)}
+    for name, (kind, dtype, k) in gen.items():
+        if dtype == torch.int8:
+            a, b = torch.randint(-128, 128, (128, k), dtype=torch.int8), torch.randint(-128, 128, (n, k), dtype=torch.int8)
+            expected = (a.long() @ b.long().T).int()
+            idesc = (2 << 4) | (1 << 7) | (1 << 10) | ((n >> 3) << 17) | ((128 >> 4) << 24)
+        else:
+            a, b = torch.randn(128, k).to(dtype), torch.randn(n, k).to(dtype)
+            af, bf = a.float(), b.float()
+            if dtype == torch.float32:      # tensor cores read tf32: the low 13 mantissa bits are dropped
+                af = (af.view(torch.int32) & ~0x1FFF).view(torch.float32)
+                bf = (bf.view(torch.int32) & ~0x1FFF).view(torch.float32)
+            expected = (af.double() @ bf.double().T).float()
+            fmt = {torch.bfloat16: 1, torch.float32: 2, torch.float8_e4m3fn: 0}[dtype]
+            idesc = (1 << 4) | (fmt << 7) | (fmt << 10) | ((n >> 3) << 17) | ((128 >> 4) << 24)
+        raw = lambda x: x.contiguous().view(torch.uint8).reshape(x.shape[0], 32).cuda()  # noqa: E731
+        d32 = torch.zeros(128, n, dtype=torch.int32, device="cuda")
+        d256 = torch.zeros_like(d32)
+        module.run(raw(a), raw(b), d32, d256, kind, idesc)
+        torch.cuda.synchronize()
+        runtime.raise_on_error()
+        got = d32.cpu() if dtype == torch.int8 else d32.cpu().view(torch.float32)
+        same_ld = torch.equal(d32, d256)
+        if dtype == torch.int8:
+            ok, err = torch.equal(got, expected), 0.0
+        else:
+            err = ((got - expected).abs() / expected.abs().clamp_min(1.0)).max().item()
+            ok = err < 1e-5
+        failures += not (ok and same_ld)
+        print(f"{name:14s} 128x{n}x{k}: {'match' if ok else 'MISMATCH'} (max rel err {err:.2e}); "
+              f"16x256b read {'equals' if same_ld else 'DIFFERS FROM'} 32x32b read", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
