@@ -20,7 +20,8 @@ def main() -> int:
     runtime.install(torch)
     from torch.utils.cpp_extension import load_inline
     source = open(os.path.join(ROOT, "tests", "blackwell", "one_mma.cu")).read()
-    module = load_inline("emulated_one_mma", cpp_sources="", cuda_sources=source, functions=["run"],
+    declaration = "void run(torch::Tensor a, torch::Tensor b, torch::Tensor d32, torch::Tensor d256, int64_t kind, int64_t idesc);"
+    module = load_inline("emulated_one_mma", cpp_sources=declaration, cuda_sources=source, functions=["run"],
                          extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a", "-O2"])
     torch.manual_seed(0)
     n, failures = 64, 0
