@@ -1,9 +1,15 @@
 // Force-included (nvcc -include) into every CUDA source built under --emulate-blackwell.
-// Device side: the emulation library's error record, defined in the user's module so that the host side of
-// the same extension can read it. Host side: __nvfp4emu_read_state copies the record out and clears it;
-// arena/blackwell/runtime.py calls it through ctypes after each call of the submission.
+// - Device side: the emulation library's error record, defined in the user's module so that the host side
+//   of the same extension can read it; __nvfp4emu_read_state copies it out and clears it (called by
+//   arena/blackwell/runtime.py through ctypes after each call of the submission).
+// - Host side: tensor maps of packed FP4 (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B) cannot be encoded on a
+//   Hopper GPU (the driver returns CUDA_ERROR_INVALID_VALUE). The same bytes as UINT8, with the inner
+//   dimension and box halved, can: strides are in bytes either way and the swizzle acts on 16-byte chunks.
+//   cuTensorMapEncodeTiled, and the entry points handed out for it, take that detour.
 #pragma once
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <string.h>
 
 __device__ unsigned int __nvfp4emu_state[16];
 
@@ -13,3 +19,67 @@ extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_read_stat
   if (e != cudaSuccess) return (int)e;
   return (int)cudaMemcpyToSymbol(__nvfp4emu_state, zero, sizeof(zero));
 }
+
+typedef CUresult (*__nvfp4emu_encode_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                         const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+                                         CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                         CUtensorMapFloatOOBfill);
+
+static inline __nvfp4emu_encode_fn __nvfp4emu_real_encode() {
+  static __nvfp4emu_encode_fn fn = 0;
+  if (!fn) {
+    void* p = 0;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      fn = (__nvfp4emu_encode_fn)p;
+  }
+  return fn;
+}
+
+static CUresult __nvfp4emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                                        const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                        const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                        CUtensorMapSwizzle swizzle, CUtensorMapL2promotion promotion,
+                                        CUtensorMapFloatOOBfill fill) {
+  __nvfp4emu_encode_fn real = __nvfp4emu_real_encode();
+  if (!real) return CUDA_ERROR_NOT_FOUND;
+  if (type == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B && rank >= 1 && rank <= 5 && dims[0] % 2 == 0 &&
+      box[0] % 2 == 0 && element_strides[0] == 1) {
+    cuuint64_t bytes_dims[5];
+    cuuint32_t bytes_box[5];
+    for (cuuint32_t i = 0; i < rank; ++i) { bytes_dims[i] = dims[i]; bytes_box[i] = box[i]; }
+    bytes_dims[0] /= 2;
+    bytes_box[0] /= 2;
+    return real(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, address, bytes_dims, strides, bytes_box, element_strides,
+                interleave, swizzle, promotion, fill);
+  }
+  return real(map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle, promotion, fill);
+}
+
+static inline cudaError_t __nvfp4emu_entry_point(const char* symbol, void** fn, unsigned long long flags,
+                                                 cudaDriverEntryPointQueryResult* status = 0) {
+  cudaDriverEntryPointQueryResult found;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, 12000, flags, &found);
+  if (status) *status = found;
+  if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && strcmp(symbol, "cuTensorMapEncodeTiled") == 0)
+    *fn = (void*)&__nvfp4emu_encode_tiled;
+  return e;
+}
+
+static inline cudaError_t __nvfp4emu_entry_point_by_version(const char* symbol, void** fn, unsigned int version,
+                                                            unsigned long long flags,
+                                                            cudaDriverEntryPointQueryResult* status = 0) {
+  cudaDriverEntryPointQueryResult found;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, version, flags, &found);
+  if (status) *status = found;
+  if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && strcmp(symbol, "cuTensorMapEncodeTiled") == 0)
+    *fn = (void*)&__nvfp4emu_encode_tiled;
+  return e;
+}
+
+#undef cudaGetDriverEntryPoint
+#undef cudaGetDriverEntryPointByVersion
+#define cuTensorMapEncodeTiled __nvfp4emu_encode_tiled
+#define cudaGetDriverEntryPoint __nvfp4emu_entry_point
+#define cudaGetDriverEntryPointByVersion __nvfp4emu_entry_point_by_version
