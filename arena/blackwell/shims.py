@@ -52,21 +52,29 @@ def nvcc(args: list[str]) -> int:
     return subprocess.call(command, env=env)
 
 
-def _arch(args: list[str]) -> tuple[str | None, int | None]:
+def _arch_positions(args: list[str]) -> list[tuple[int, str]]:
+    """(index, value) of every target-architecture setting: nvcc's own `-arch=` and any `--gpu-name` a build
+    passes through --ptxas-options (ptxas keeps the last one)."""
+    found = []
     for i, arg in enumerate(args):
-        if arg.startswith("-arch="):
-            return arg.split("=", 1)[1], i
-        if arg in ("-arch", "--gpu-name") and i + 1 < len(args):
-            return args[i + 1], i + 1
-        if arg.startswith("--gpu-name="):
-            return arg.split("=", 1)[1], i
-    return None, None
+        for prefix in ("-arch=", "--gpu-name=", "-arch", "--gpu-name"):
+            if prefix.endswith("=") and arg.startswith(prefix):
+                found.append((i, arg.split("=", 1)[1]))
+                break
+            if arg == prefix and i + 1 < len(args):
+                found.append((i + 1, args[i + 1]))
+                break
+    return found
+
+
+def _retarget(arg: str) -> str:
+    return arg.split("=", 1)[0] + "=sm_90a" if "=" in arg else "sm_90a"
 
 
 def ptxas(args: list[str]) -> int:
     real = toolchain.real_tool("ptxas")
-    arch, at = _arch(args)
-    if arch is None or not _BLACKWELL.match(arch):
+    archs = _arch_positions(args)
+    if not archs or not _BLACKWELL.match(archs[-1][1]):
         return subprocess.call([real] + args)
     sources = [i for i, a in enumerate(args) if a.endswith(".ptx")]
     if len(sources) != 1:
@@ -87,8 +95,8 @@ def ptxas(args: list[str]) -> int:
             json.dump([{"site": s.number, "line": s.line, "instruction": s.instruction} for s in sites], f)
     args = list(args)
     args[sources[0]] = rewritten
-    args[at] = "-arch=sm_90a" if args[at].startswith("-arch=") else (
-        "--gpu-name=sm_90a" if args[at].startswith("--gpu-name=") else "sm_90a")
+    for at, _ in archs:
+        args[at] = _retarget(args[at])
     done = subprocess.run([real] + args, capture_output=True, text=True)
     sys.stdout.write(done.stdout)
     if done.returncode != 0:
@@ -106,7 +114,8 @@ def explain_ptxas_error(stderr: str, ptx: str) -> str:
             number = int(m.group(1))
             text = " ".join(lines[number - 1].split()) if 0 < number <= len(lines) else "?"
             return f"cannot emulate `{text}`: ptxas for sm_90a says: {m.group(2).strip()}"
-    first = next((x for x in stderr.splitlines() if x.strip()), "no message")
+    first = next((x for x in stderr.splitlines() if x.strip() and "warning" not in x),
+                 next((x for x in stderr.splitlines() if x.strip()), "no message"))
     return f"ptxas for sm_90a failed: {first.strip()}"
 
 
