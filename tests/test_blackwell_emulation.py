@@ -185,7 +185,7 @@ def test_an_error_record_reads_as_one_line_naming_the_instruction():
     record = [7, 3, 0x200000, 1, 5, 0, 0, 33] + [0] * 8
     text = runtime.describe(record, {3: "tcgen05.ld.sync.aligned.32x32b.x32.b32 {...}, [%r9];"})
     assert "\n" not in text
-    assert "warp 1" in text and "lanes 32*(warp % 4)" in text and "tcgen05.ld.sync.aligned.32x32b" in text
+    assert "warp 1" in text and "32-lane quarter" in text and "tcgen05.ld.sync.aligned.32x32b" in text
     assert "CTA (5,0,0) thread 33" in text
 
 

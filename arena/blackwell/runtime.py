@@ -27,7 +27,8 @@ MESSAGES = {
     4: "tcgen05.dealloc of address {a:#x}, {b} columns: this CTA did not allocate them",
     5: "tcgen05.dealloc of address {a:#x}, {b} columns: not an allocation's start and size",
     6: "columns {a}..{a}+{b} of tensor memory are not allocated to this CTA",
-    7: "tensor memory address {a:#x} used by warp {b}: a warp reaches only lanes 32*(warp % 4) .. +31",
+    7: "tensor memory address {a:#x} used by warp {b}: the access runs past the warp's 32-lane quarter "
+       "(lanes 32*(warp % 4) .. +31)",
     8: "tensor memory lanes from address {a:#x} run past lane 127",
     9: "tensor memory columns {a}..{a}+{b} run past column 511",
     10: "a .sync.aligned tcgen05 instruction ran with only some lanes of the warp (active mask {a:#010x})",

@@ -200,13 +200,15 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
     case S_16x128b: rows = 16; cols = 2 * nreg; dl = l / 4; dc = l % 4; break;
     default: rows = 16; cols = 2 * nreg; dl = l / 4; dc = 2 * (l % 4); break;
   }
-  // A warp reaches only its own 32-lane quarter (warp id % 4).
+  // A warp reaches only its own 32-lane quarter (warp id % 4): the quarter comes from the warp, the lane
+  // field of the address picks the lane inside it. (Public kernels that passed on B200s pass lane 0 from
+  // every epilogue warp, and others pass 32 * (warp % 4): both must read the warp's own quarter.)
   const uint32_t quarter = emu_warp_in_cta() % 4u;
-  if (lane0 / 32u != quarter || (lane0 % 32u) + rows > 32u) {
+  if ((lane0 % 32u) + rows > 32u) {
     if (l == emu_leader(mask)) emu_fail(E_LANE_QUARTER, site, taddr, emu_warp_in_cta());
     return (unsigned long long)(__nvfp4emu_dummy + dl * EMU_COLS + dc);
   }
-  uint32_t* block = emu_block(site, lane0, col0, rows, cols);
+  uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols);
   return (unsigned long long)(block + dl * EMU_COLS + dc);
 }
 
