@@ -156,8 +156,14 @@ def diagnose(**options):
               help="The target(s) to build for (default both).")
 @click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
               help="Require tensor-core MMA instructions (default: as the task says).")
-def compile_command(submission, task_dir, archs, expect):
+@click.option("--emulate-blackwell", is_flag=True,
+              help="Build the sm_100a code the way `test --emulate-blackwell` does (tcgen05 rewritten into software, "
+                   "assembled for sm_90a): whether a Hopper GPU can run it, without one.")
+def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
     """Build the submission's CUDA sources with nvcc (no GPU needed): per arch built / not targeted / failed."""
+    if emulate_blackwell:
+        from arena.compile import EMULATED
+        archs = (EMULATED,)
     sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
 
 

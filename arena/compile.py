@@ -158,7 +158,7 @@ def _argument(call: ast.Call, keyword: str, position: int | None):
 
 def _names(node, known: dict) -> list[str]:
     """The constant names an expression is built from, for naming a source (`src or CUDA_SM100` -> CUDA_SM100)."""
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in known]
+    return [known.get(_LABEL + n.id, n.id) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in known]
 
 
 def arch_of(token: str) -> str | None:
@@ -256,6 +256,25 @@ def _load_inline_source(call: ast.Call, node, known: dict, env_archs, folder: st
     return Source(label, text, flags=flags, includes=includes, targets=targets, extension=name)
 
 
+_LABEL = "label of "     # known[_LABEL + name]: what a loop variable stands for, to name its source
+
+
+def _loop_bindings(loop: ast.For, known: dict) -> list[dict]:
+    """`known` once per item of a loop over constants (`for x in [A, B]`, `for i, x in enumerate([A, B])`), with
+    the loop variable bound; `known` alone when the items are only known at run time."""
+    items, target = loop.iter, loop.target
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.func.id == "enumerate" \
+            and items.args and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        items, target = items.args[0], target.elts[1]
+    if not isinstance(target, ast.Name) or not isinstance(items, (ast.List, ast.Tuple)):
+        return [known]
+    values = [_value(item, known) for item in items.elts]
+    if any(value is None for value in values):
+        return [known]
+    labels = [item.id if isinstance(item, ast.Name) else f"{target.id}[{i}]" for i, item in enumerate(items.elts)]
+    return [{**known, target.id: value, _LABEL + target.id: label} for value, label in zip(values, labels)]
+
+
 def find_sources(path: str) -> list[Source]:
     """The CUDA sources of a submission (.py) or one .cu file, as nvcc will get them."""
     if path.endswith(".cu"):
@@ -268,15 +287,21 @@ def find_sources(path: str) -> list[Source]:
     module = _constants(tree.body, {})
     env_archs = _env_arch_list(tree)
     folder = os.path.dirname(os.path.abspath(path))
-    calls = {id(c): (c, module) for c in ast.walk(tree) if isinstance(c, ast.Call) and _is_load_inline(c)}
+    calls = {id(c): (c, [module]) for c in ast.walk(tree) if isinstance(c, ast.Call) and _is_load_inline(c)}
     for function in ast.walk(tree):     # outer functions first: a call gets its innermost function's names
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             local = _constants(list(ast.walk(function))[1:], module)
             for node in ast.walk(function):
                 if id(node) in calls:
-                    calls[id(node)] = (node, local)
+                    calls[id(node)] = (node, [local])
+    for loop in ast.walk(tree):         # `for src in [V4, V3]: load_inline(cuda_sources=COMMON + src)`: one each
+        if isinstance(loop, ast.For):
+            for node in ast.walk(loop):
+                if id(node) in calls:
+                    call, knowns = calls[id(node)]
+                    calls[id(node)] = (call, [bound for known in knowns for bound in _loop_bindings(loop, known)])
     sources, claimed, unresolved = {}, set(), []
-    for call, known in calls.values():
+    for call, known in ((call, known) for call, knowns in calls.values() for known in knowns):
         node = _argument(call, "cuda_sources", 2)
         if node is None:
             continue
@@ -287,7 +312,8 @@ def find_sources(path: str) -> list[Source]:
         claimed.update(_names(node, known))
         sources.setdefault((source.text, tuple(source.flags), tuple(source.includes)), source)
     for name, value in module.items():
-        if isinstance(value, str) and name not in claimed and _is_cuda(value):
+        if isinstance(value, str) and name not in claimed and _is_cuda(value) \
+                and not any(value in source.text for source in sources.values()):
             sources[(value, (), ())] = Source(name, value, targets=implied_targets(value))
     if not sources:
         if unresolved:
@@ -365,8 +391,25 @@ def nvcc_command(nvcc: str, source: Source, arch: str, path: str, cubin: str, sy
     return command + ["-o", cubin, path]
 
 
+EMULATED = "sm_100a emulated"     # an sm_100a build through --emulate-blackwell's toolchain: an sm_90a image
+
+
+def _emulation_toolchain() -> tuple[str, dict]:
+    """The nvcc (and environment) that builds sm_100a code into an sm_90a image whose tcgen05 is software."""
+    from arena.blackwell.toolchain import ToolchainError, prepare
+    try:
+        env = prepare()
+    except ToolchainError as error:
+        raise CompileError(f"emulate-blackwell: {error}") from None
+    return env["PYTORCH_NVCC"], {**os.environ, **env}
+
+
 def build(source: Source, arch: str, workdir: str) -> Build:
-    nvcc = find_tool("nvcc")
+    env = None
+    if arch == EMULATED:
+        nvcc, env = _emulation_toolchain()
+    else:
+        nvcc = find_tool("nvcc")
     if nvcc is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit to use `eval.py compile`")
     system = _system_includes(source)
@@ -377,12 +420,16 @@ def build(source: Source, arch: str, workdir: str) -> Build:
     cubin = os.path.join(workdir, f"{stem}.{arch}.cubin")
     with open(path, "w") as f:
         f.write(source.text)
-    proc = subprocess.run(nvcc_command(nvcc, source, arch, path, cubin, system), capture_output=True, text=True)
+    target = "sm_100a" if arch == EMULATED else arch
+    proc = subprocess.run(nvcc_command(nvcc, source, target, path, cubin, system), capture_output=True, text=True,
+                          env=env)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        errors = [line for line in lines if "error" in line]
+        errors = [line for line in lines if "emulate-blackwell:" in line] or [line for line in lines if "error" in line]
         error = (errors[0] if errors else lines[-1] if lines else "nvcc failed").replace(path, f"{stem}.cu")
         return Build(source.name, arch, FAILED, error=error)
+    if arch == EMULATED:            # tcgen05 became library calls: no tensor-core instruction to count
+        return Build(source.name, arch, BUILT, kernels=_parse_ptxas(proc.stderr))
     return Build(source.name, arch, BUILT, kernels=_parse_ptxas(proc.stderr), mma=_count_mma(cubin, arch))
 
 
@@ -426,7 +473,7 @@ def compile_submission(path: str, archs) -> list[Build]:
     with tempfile.TemporaryDirectory(prefix="arena-compile-") as workdir:
         for arch in archs:
             for source in sources:
-                if source.targets is not None and arch not in source.targets:
+                if source.targets is not None and arch.split()[0] not in source.targets:
                     builds.append(Build(source.name, arch, NOT_TARGETED, error=f"targets {', '.join(source.targets)}"))
                 else:
                     builds.append(build(source, arch, workdir))
@@ -446,7 +493,7 @@ def problems(builds: list[Build], expect_mma: bool) -> list[str]:
         told = "; ".join(dict.fromkeys(f"{b.source} {b.error}" for b in builds))
         out.append(f"none of the sources is for {archs} ({told})")
     if expect_mma:
-        for arch in dict.fromkeys(b.arch for b in builds):
+        for arch in dict.fromkeys(b.arch for b in builds if b.arch != EMULATED):
             built = [b for b in builds if b.arch == arch and b.ok]
             if built and not any(b.mma for b in built):
                 out += [f"{b.source} ({arch}): no {MMA_NAME[arch]} instruction in the SASS" for b in built]
@@ -491,8 +538,8 @@ def report(console, builds: list[Build], expect_mma: bool) -> bool:
     for line in summary(builds):
         console.print(line, markup=False, highlight=False)
     for problem in found:
-        console.print(f"✘ {problem}", style="red", markup=False, highlight=False)
+        console.print(f"✘ {problem}", style="red", markup=False, highlight=False, soft_wrap=True)   # one line each
     if not found:
-        rule = "tensor-core instructions present, " if expect_mma else ""
+        rule = "tensor-core instructions present, " if expect_mma and any(b.arch != EMULATED for b in builds) else ""
         console.print(f"✔ {sum(b.ok for b in builds)} build(s): {rule}no spills", style="green", markup=False)
     return not found

@@ -123,6 +123,9 @@ ret;
     ("tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, {%r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
     ("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64 [%r1], %rd1;", "decompression"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r2}, [%r1];", "1 registers where the shape holds 2"),
+    ("cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::2 [%r1], [%rd1, {%r2, %r3}], [%r1];",
+     "TMA with .cta_group::2"),
+    ("cvt.rn.relu.f16x2.e2m1x2 %r2, %r1;", "FP4 conversion is not emulated"),
 ])
 def test_what_is_not_emulated_fails_in_one_line_naming_the_instruction(body, named):
     with pytest.raises(CannotEmulate) as caught:
@@ -142,10 +145,10 @@ def test_an_sm100_only_instruction_outside_tcgen05_is_named(emulation_env, tmp_p
     source = tmp_path / "fp4cvt.cu"
     source.write_text("""
 #include <stdint.h>
-__global__ void k(float* x, uint16_t* y) {
-  uint16_t r;
-  asm volatile("cvt.rn.satfinite.e2m1x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x[0]), "f"(x[1]));
-  y[threadIdx.x] = r;
+__global__ void k(float* x, uint32_t* y) {
+  uint32_t r32;
+  asm volatile("cvt.rn.bf16x2.ue8m0x2 %0, %1;" : "=r"(r32) : "h"((uint16_t)x[0]));
+  y[threadIdx.x] = r32;
 }
 """)
     done = subprocess.run([emulation_env["PYTORCH_NVCC"], "-c", str(source), "-o", str(tmp_path / "k.o")],
@@ -153,7 +156,84 @@ __global__ void k(float* x, uint16_t* y) {
     assert done.returncode != 0
     lines = [x for x in done.stderr.splitlines() if x.startswith("emulate-blackwell:")]
     assert len(lines) == 1, done.stderr
-    assert "cannot emulate `cvt.rn.satfinite.e2m1x2.f32" in lines[0] and "ptxas for sm_90a says" in lines[0]
+    assert "cannot emulate `cvt.rn.bf16x2.ue8m0x2" in lines[0] and "ptxas for sm_90a says" in lines[0]
+
+
+FP4_AND_TMA = r"""
+#include <cuda_fp4.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+__global__ void k(const float* x, unsigned short* to_fp4, unsigned int* from_fp4, const __grid_constant__ uint64_t tmap) {
+  int i = threadIdx.x;
+  to_fp4[i] = __nv_cvt_float2_to_fp4x2(make_float2(x[2 * i], x[2 * i + 1]), __NV_E2M1, cudaRoundNearest);
+  __half2_raw h = __nv_cvt_fp4x2_to_halfraw2((__nv_fp4x2_storage_t)i, __NV_E2M1);
+  from_fp4[i] = h.x | (h.y << 16);
+  __shared__ __align__(128) uint8_t tile[4096];
+  __shared__ __align__(8) uint64_t bar;
+  uint32_t dst = (uint32_t)__cvta_generic_to_shared(tile), mbar = (uint32_t)__cvta_generic_to_shared(&bar);
+  if (i == 0)   // sm_100's TMA spelling, as public submissions write it
+    asm volatile("cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::1 [%0], [%1, {%2, %2}], [%3];"
+                 :: "r"(dst), "l"(&tmap), "r"(0), "r"(mbar) : "memory");
+}
+"""
+
+
+@needs_nvcc
+def test_fp4_conversions_and_sm100_tma_spelling_are_rewritten_and_assemble(emulation_env, tmp_path):
+    source = tmp_path / "fp4_tma.cu"
+    source.write_text(FP4_AND_TMA)
+    original = _ptx(str(source), tmp_path)
+    assert "cvt.rn.satfinite.e2m1x2.f32" in original and "cvt.rn.f16x2.e2m1x2" in original
+    assert ".cta_group::1 [" in original
+    before = _ptxas(re.sub(r"\.target\s+sm_100a", ".target sm_90a", original), tmp_path)
+    assert before.returncode != 0 and ("e2m1x2" in before.stderr or "cta_group" in before.stderr), before.stderr
+    new, _ = rewrite(original, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert not re.search(r"\bcvt\.[\w.]*e2m1x2", code) and "cta_group" not in code
+    assert "call (emu_ret), __nvfp4emu_cvt_e2m1x2_f32" in code and "call (emu_ret), __nvfp4emu_cvt_f16x2_e2m1x2" in code
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+LOOK_ALIKE = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+COMMON = r"""
+#include <cuda_fp4.h>
+#include <cuda_fp16.h>
+constexpr int LANES = 32;
+"""
+FORWARD = r"""
+__global__ void fwd(const float* x, unsigned short* y) {
+  y[threadIdx.x % LANES] = __nv_cvt_float2_to_fp4x2(make_float2(x[0], x[1]), __NV_E2M1, cudaRoundNearest);
+}
+"""
+PAIRS = r"""
+__global__ void pairs(const float* x, unsigned int* y) {
+  uint32_t t;
+  asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], 32;" :: "r"(0u));
+  y[threadIdx.x % LANES] = (unsigned int)x[0];
+}
+"""
+for i, src in enumerate([FORWARD, PAIRS]):
+    load_inline(f"variant{i}", cpp_sources="", cuda_sources=COMMON + src, no_implicit_headers=True,
+                extra_cuda_cflags=["-O3", "-gencode=arch=compute_100a,code=sm_100a"])
+'''
+
+
+@needs_nvcc
+def test_compile_emulate_blackwell_says_without_a_gpu_what_an_h100_could_run(tmp_path):
+    path = tmp_path / "submission.py"
+    path.write_text(LOOK_ALIKE)
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "compile", "--emulate-blackwell",
+                          "--submission", str(path)], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    out = run.stdout
+    assert run.returncode == 112, out + run.stderr
+    assert "sm_100a emulated: 1 built, 1 failed" in out, out
+    problem = [line for line in out.splitlines() if line.startswith("✘")]
+    assert len(problem) == 1 and "COMMON+PAIRS (sm_100a emulated) does not compile: emulate-blackwell: cannot emulate" \
+        in problem[0] and "cta_group::2" in problem[0], out
 
 
 def _cell(shape: str, lane: int, reg: int) -> tuple[int, int]:

@@ -143,6 +143,21 @@ def test_sources_made_at_run_time_get_a_line_saying_so(tmp_path):
         arena_compile.find_sources(write(tmp_path, text))
 
 
+def test_sources_built_in_a_loop_over_constants_are_found_one_each(tmp_path):
+    # `for i, src in enumerate([V4, V3]): load_inline(cuda_sources=COMMON + src)`: each variant needs COMMON.
+    text = '''
+        from torch.utils.cpp_extension import load_inline
+        COMMON = "constexpr int WIDTH = 32;\\n"
+        V4 = "__global__ void k4(int* x) { x[threadIdx.x] = WIDTH * 4; }"
+        V3 = "__global__ void k3(int* x) { x[threadIdx.x] = WIDTH * 3; }"
+        for i, src in enumerate([V4, V3]):
+            load_inline(f"variant{i}", cpp_sources="", cuda_sources=COMMON + src, no_implicit_headers=True)
+    '''
+    sources = arena_compile.find_sources(write(tmp_path, text))
+    assert [s.name for s in sources] == ["COMMON+V4", "COMMON+V3"]
+    assert all(s.text.startswith("constexpr int WIDTH = 32;") for s in sources)   # neither is built bare
+
+
 # ---- real builds ------------------------------------------------------------------------------------
 
 @needs_nvcc

@@ -36,6 +36,8 @@ class Site:
 _COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 _TARGET = re.compile(r"^(\s*\.target\s+)(sm_1\d\d[af]?)\b", re.M)
 _STATEMENT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>tcgen05\.[\w:.]+)(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
+_CVT_FP4 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\be2m1x\d[\w.]*)\s+(?P<args>[^;]*);")
+_BULK_CTA_GROUP = re.compile(r"\b(cp\.async\.bulk\.[\w:.]*?)\.cta_group::(\d)")
 _REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
 _ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
 _NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
@@ -295,6 +297,33 @@ def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: s
             e.body.append(f"{e.guard}st.b32 [{ptr}+{offset}], {reg};")
 
 
+def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
+    """cvt.rn{.relu}.f16x2.e2m1x2 d, a and cvt.rn.satfinite{.relu}.e2m1x2.f32 d, a, b (sm_100 only) as calls."""
+    instruction = " ".join(m.group(0).split())
+    quals = m.group("quals").split(".")
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    operands = _split_operands(m.group("args"))
+    relu = "1" if "relu" in quals else "0"
+    plain = [q for q in quals if q not in ("relu", "satfinite")]
+    if plain == ["rn", "f16x2", "e2m1x2"] and len(operands) == 2 and relu == "0":
+        out = e.call("__nvfp4emu_cvt_f16x2_e2m1x2", [(e.value(operands[1], 32), 32)], 32)
+    elif plain == ["rn", "e2m1x2", "f32"] and "satfinite" in quals and len(operands) == 3:
+        out = e.call("__nvfp4emu_cvt_e2m1x2_f32", [(operands[1], 32), (operands[2], 32), (relu, 32)], 32)
+    else:
+        raise CannotEmulate(f"`{instruction}`: this FP4 conversion is not emulated")
+    dst, bits = operands[0], e.width(operands[0])
+    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
+    return e.text()
+
+
+def _rewrite_bulk_cta_group(m: re.Match) -> str:
+    """TMA's .cta_group::1 (sm_100) names the issuing CTA's own mbarrier: what sm_90's TMA does without it."""
+    if m.group(2) != "1":
+        raise CannotEmulate(f"`{m.group(0)}...`: TMA with .cta_group::{m.group(2)} (CTA pairs) is not emulated")
+    return m.group(1)
+
+
 def _merge_library(ptx: str, library_ptx: str) -> str:
     """Insert the library's globals and functions after the module header; the module's own definition of
     the state array (from emulation_host.h) moves up so the library can refer to it."""
@@ -336,6 +365,8 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
         return _rewrite_one(m.group("op"), operands, emitter, number, instruction)
 
     text = _STATEMENT.sub(replace, text)
+    text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
+    text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)
     if left:
         raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")

@@ -537,3 +537,34 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
   }
 }
+
+// ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
+
+// Two e2m1 values in the low byte (element 0 in the low nibble) -> f16x2 (element 0 in the low half).
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_f16x2_e2m1x2(uint32_t pair) {
+    const unsigned long long high_bytes = 0x464442403E3C3800ull;   // f16 high byte of 0, .5, 1, 1.5, 2, 3, 4, 6
+    uint32_t out = 0;
+    for (int i = 0; i < 2; ++i) {
+        uint32_t nibble = (pair >> (4 * i)) & 0xF;
+        uint32_t half = (uint32_t)((high_bytes >> (8 * (nibble & 7))) & 0xFF) << 8 | (nibble & 8) << 12;
+        out |= half << (16 * i);
+    }
+    return out;
+}
+
+// f32 -> e2m1, round to nearest even, saturating to +-6 (.satfinite); NaN -> +6 as the largest finite.
+static __device__ uint32_t emu_e2m1_from_f32(float x, uint32_t relu) {
+    if (x != x) return 0x7;
+    uint32_t sign = signbit(x) ? 8 : 0;
+    float a = fabsf(x);
+    if (relu && sign) return 0;
+    uint32_t code = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3
+                  : a <= 2.5f ? 4 : a < 3.5f ? 5 : a <= 5.0f ? 6 : 7;
+    return sign | code;
+}
+
+// cvt.rn.satfinite.e2m1x2.f32 d, a, b: a goes to the upper nibble, b to the lower.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_e2m1x2_f32(float a, float b, uint32_t relu) {
+    return emu_e2m1_from_f32(a, relu) << 4 | emu_e2m1_from_f32(b, relu);
+}
+
