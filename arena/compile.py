@@ -123,6 +123,15 @@ def _value(node, known: dict):
     return None
 
 
+_PARTIAL = "constant items of "   # known[_PARTIAL + name]: a list with run-time items (f"-I{path}"), those left out
+
+
+def _constant_items(node, known: dict) -> list[str]:
+    """The items of a list expression that are constant strings (a flag list's f"-I{path}" is known only at
+    run time; the build still needs the others)."""
+    return [v for v in (_value(item, known) for item in node.elts) if isinstance(v, str)]
+
+
 def _constants(body: list, known: dict) -> dict:
     """Names assigned constant values in `body` (in order), on top of `known`."""
     known = dict(known)
@@ -134,8 +143,11 @@ def _constants(body: list, known: dict) -> dict:
             target, value = node.target.id, node.value
         if target is not None:
             resolved = _value(value, known)
+            known.pop(_PARTIAL + target, None)
             if resolved is None:
                 known.pop(target, None)
+                if isinstance(value, (ast.List, ast.Tuple)):    # flags: keep the constant items
+                    known[_PARTIAL + target] = _constant_items(value, known)
             else:
                 known[target] = resolved
     return known
@@ -243,6 +255,11 @@ def _load_inline_source(call: ast.Call, node, known: dict, env_archs, folder: st
         return default if resolved is None else resolved
 
     def listed(keyword):
+        given = _argument(call, keyword, None)
+        if isinstance(given, ast.Name) and given.id not in known and _PARTIAL + given.id in known:
+            return list(known[_PARTIAL + given.id])
+        if isinstance(given, (ast.List, ast.Tuple)):
+            return _constant_items(given, known)
         value = constant(keyword, [])
         return [value] if isinstance(value, str) else list(value)
 

@@ -57,7 +57,37 @@ def main() -> int:
         failures += not (ok and same_ld)
         print(f"{name:14s} 128x{n}x{k}: {'match' if ok else 'MISMATCH'} (max rel err {err:.2e}); "
               f"16x256b read {'equals' if same_ld else 'DIFFERS FROM'} 32x32b read", flush=True)
+    failures += fp4_conversions(torch, runtime, load_inline)
     return 1 if failures else 0
+
+
+def fp4_conversions(torch, runtime, load_inline) -> int:
+    """cuda_fp4.h's conversions built for compute_100a (the sm_100 cvt e2m1x2 instructions, emulated) against
+    the same header's host code (NVIDIA's software conversion), bit for bit: every FP4 pair to f16x2, and
+    f32 pairs at every rounding boundary, their neighbours, the signed zeros, infinities, NaN and random values."""
+    source = open(os.path.join(ROOT, "tests", "blackwell", "fp4_convert.cu")).read()
+    module = load_inline("emulated_fp4_convert", cpp_sources="void convert(torch::Tensor x, torch::Tensor to_fp4, "
+                         "torch::Tensor from_fp4);", cuda_sources=source, functions=["convert"],
+                         extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a", "-O2"])
+    edges = torch.tensor([0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 1e30])
+    near = torch.cat([edges, edges.nextafter(torch.tensor(float("inf"))), edges.nextafter(torch.tensor(0.0))])
+    special = torch.tensor([float("inf"), float("nan"), 1e-40])
+    values = torch.cat([near, -near, special, -special, torch.randn(4096) * 3])
+    values = torch.cat([values, torch.zeros(values.numel() % 2 + 512)])       # whole pairs, at least 256
+    out = {}
+    for where in ("cpu", "cuda"):
+        to_fp4 = torch.zeros(values.numel() // 2, dtype=torch.int16, device=where)
+        from_fp4 = torch.zeros(256, dtype=torch.int32, device=where)
+        module.convert(values.to(where), to_fp4, from_fp4)
+        torch.cuda.synchronize()
+        runtime.raise_on_error()
+        out[where] = (to_fp4.cpu(), from_fp4.cpu())
+    same_to = torch.equal(out["cpu"][0], out["cuda"][0])
+    same_from = torch.equal(out["cpu"][1], out["cuda"][1])
+    print(f"fp4 cvt       {values.numel()} f32 -> e2m1x2: {'match' if same_to else 'MISMATCH'}; "
+          f"256 e2m1x2 -> f16x2: {'match' if same_from else 'MISMATCH'} (device emulated vs cuda_fp4.h host code)",
+          flush=True)
+    return int(not (same_to and same_from))
 
 
 if __name__ == "__main__":

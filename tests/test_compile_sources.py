@@ -158,6 +158,20 @@ def test_sources_built_in_a_loop_over_constants_are_found_one_each(tmp_path):
     assert all(s.text.startswith("constexpr int WIDTH = 32;") for s in sources)   # neither is built bare
 
 
+def test_a_flag_list_with_a_run_time_item_keeps_its_constant_flags(tmp_path):
+    text = '''
+        import os
+        from torch.utils.cpp_extension import load_inline
+        SRC = "__global__ void k() {}"
+        def build():
+            cutlass = os.environ.get("CUTLASS_PATH", "/usr/local/cutlass")
+            flags = ["-O3", "--expt-extended-lambda", f"-I{cutlass}/include", "-gencode=arch=compute_100a,code=sm_100a"]
+            return load_inline("ext", "", cuda_sources=SRC, extra_cuda_cflags=flags)
+    '''
+    (source,) = arena_compile.find_sources(write(tmp_path, text))
+    assert source.flags == ["-O3", "--expt-extended-lambda"] and source.targets == ["sm_100a"]
+
+
 # ---- real builds ------------------------------------------------------------------------------------
 
 @needs_nvcc
