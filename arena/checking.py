@@ -63,6 +63,18 @@ def contract_problem(output, expected: torch.Tensor) -> str | None:
     return None
 
 
+@torch.no_grad()
+def dtype_only_note(output, expected: torch.Tensor, rtol: float, atol: float) -> str:
+    """For an output whose only fault is its dtype: whether its values match anyway (the competition compares
+    values only, so such an output passes there). "" for any other output."""
+    if not isinstance(output, torch.Tensor) or output.dtype == expected.dtype or \
+            tuple(output.shape) != tuple(expected.shape) or output.device != expected.device:
+        return ""
+    if verbose_allclose(output, expected, rtol=rtol, atol=atol):
+        return " (its values do not match the reference either)"
+    return " (its values match the reference: the competition, which compares values only, would pass it)"
+
+
 def group_contract_problem(output, expected: list) -> str | None:
     """Why a per-group output (a list of tensors) breaks the contract: its type, its length (the competition
     added that check after `return []` passed), or any group's dtype, shape or device. None if fine."""
@@ -101,6 +113,9 @@ def compare(data, output, reference, rtol: float, atol: float) -> CheckResult:
     if isinstance(expected, (list, tuple)):
         problem = group_contract_problem(output, expected)
         if problem:
+            if isinstance(output, (list, tuple)) and len(output) == len(expected):
+                problem += next((note for out, want in zip(output, expected)
+                                 if (note := dtype_only_note(out, want, rtol, atol))), "")
             return CheckResult(False, problem, expected=expected)
         for i, (out, want) in enumerate(zip(output, expected)):
             reasons = verbose_allclose(out, want, rtol=rtol, atol=atol)
@@ -109,7 +124,7 @@ def compare(data, output, reference, rtol: float, atol: float) -> CheckResult:
         return CheckResult(True, expected=expected)
     problem = contract_problem(output, expected)
     if problem:
-        return CheckResult(False, problem, expected=expected)
+        return CheckResult(False, problem + dtype_only_note(output, expected, rtol, atol), expected=expected)
     reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
     return CheckResult(not reasons, mismatches=reasons, expected=expected)
 

@@ -359,7 +359,9 @@ def test_group_gemm_check_covers_the_list_and_every_group():
     assert check([]) == (False, "custom_kernel returned 0 tensors, expected 2 (one per group)")
     assert check(good[:1]) == (False, "custom_kernel returned 1 tensors, expected 2 (one per group)")
     assert check(good[0])[1].startswith("custom_kernel returned Tensor, expected a list of 2 tensors")
-    assert check([good[0], good[1].float()]) == (False, "group 1: output dtype is torch.float32, expected torch.float16")
+    assert check([good[0], good[1].float()]) == (False, "group 1: output dtype is torch.float32, expected torch.float16"
+                                                  " (its values match the reference: the competition, which compares "
+                                                  "values only, would pass it)")
     assert check([good[0][:32], good[1]]) == (False, "group 0: output shape is [32, 128, 1], expected [40, 128, 1]")
     wrong = [c.clone() for c in good]
     wrong[1][3, 5, 0] += 1
