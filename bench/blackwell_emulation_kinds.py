@@ -58,6 +58,7 @@ def main() -> int:
         print(f"{name:14s} 128x{n}x{k}: {'match' if ok else 'MISMATCH'} (max rel err {err:.2e}); "
               f"16x256b read {'equals' if same_ld else 'DIFFERS FROM'} 32x32b read", flush=True)
     failures += fp4_conversions(torch, runtime, load_inline)
+    failures += packed_fp4_tma(torch, runtime, load_inline)
     return 1 if failures else 0
 
 
@@ -88,6 +89,28 @@ def fp4_conversions(torch, runtime, load_inline) -> int:
           f"256 e2m1x2 -> f16x2: {'match' if same_from else 'MISMATCH'} (device emulated vs cuda_fp4.h host code)",
           flush=True)
     return int(not (same_to and same_from))
+
+
+
+def packed_fp4_tma(torch, runtime, load_inline) -> int:
+    """A 16U4_ALIGN8B tensor map loaded at innermost coordinates counted in 4-bit elements
+    (tests/blackwell/u4_tma.cu): the box must hold the source's bytes at half that coordinate."""
+    source = open(os.path.join(ROOT, "tests", "blackwell", "u4_tma.cu")).read()
+    module = load_inline("emulated_u4_tma", cpp_sources="void load(torch::Tensor src, int64_t c0, int64_t c1, "
+                         "torch::Tensor out);", cuda_sources=source, functions=["load"], extra_ldflags=["-lcuda"],
+                         extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a", "-O2"])
+    src = torch.randint(0, 256, (64, 512), dtype=torch.uint8, device="cuda")
+    failures = []
+    for c0, c1 in ((0, 0), (128, 16), (384, 3), (896, 48)):
+        out = torch.zeros(64 * 16, dtype=torch.uint8, device="cuda")
+        module.load(src, c0, c1, out)
+        torch.cuda.synchronize()
+        runtime.raise_on_error()
+        if not torch.equal(out.view(16, 64), src[c1:c1 + 16, c0 // 2:c0 // 2 + 64]):
+            failures.append((c0, c1))
+    print(f"16U4 TMA      boxes at 4-bit coordinates 0/128/384/896: "
+          f"{'match' if not failures else f'MISMATCH at {failures}'}", flush=True)
+    return int(bool(failures))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,18 @@
 // - Host side: tensor maps of packed FP4 (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B) cannot be encoded on a
 //   Hopper GPU (the driver returns CUDA_ERROR_INVALID_VALUE). The same bytes as UINT8, with the inner
 //   dimension and box halved, can: strides are in bytes either way and the swizzle acts on 16-byte chunks.
-//   cuTensorMapEncodeTiled, and the entry points handed out for it, take that detour.
+//   cuTensorMapEncodeTiled, and the entry points handed out for it, take that detour. The kernel still gives
+//   the innermost coordinate in 4-bit elements: each such map's bytes are registered in __nvfp4emu_state, and
+//   the rewritten TMA instructions halve that coordinate for a registered map (__nvfp4emu_tma_coord).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <string.h>
 
-__device__ unsigned int __nvfp4emu_state[16];
+// Words 0-15: the error record. Word 16: how many packed-FP4 maps are registered; from word 32, 64 of them
+// (32 words each, the CUtensorMap's bytes). Sizes shared with tcgen05_library.cu and ptx_rewrite.py.
+#define NVFP4EMU_STATE_WORDS (32 + 64 * 32)
+__device__ unsigned int __nvfp4emu_state[NVFP4EMU_STATE_WORDS];
 
 extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_read_state(unsigned int* out) {
   unsigned int zero[16] = {0};
@@ -37,6 +42,20 @@ static inline __nvfp4emu_encode_fn __nvfp4emu_real_encode() {
   return fn;
 }
 
+// Remember a re-encoded map on the device (a ring of 64; the same bytes are registered once).
+static void __nvfp4emu_register_u4_map(const CUtensorMap* map) {
+  static unsigned int known[64][32];
+  static unsigned int count = 0;
+  for (unsigned int i = 0; i < (count < 64 ? count : 64); ++i)
+    if (memcmp(known[i], map, 128) == 0) return;
+  const unsigned int slot = count % 64;
+  memcpy(known[slot], map, 128);
+  ++count;
+  const unsigned int registered = count < 64 ? count : 64;
+  cudaMemcpyToSymbol(__nvfp4emu_state, known[slot], 128, (32 + 32 * slot) * sizeof(unsigned int));
+  cudaMemcpyToSymbol(__nvfp4emu_state, &registered, sizeof(registered), 16 * sizeof(unsigned int));
+}
+
 static CUresult __nvfp4emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
                                         const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                         const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
@@ -51,8 +70,10 @@ static CUresult __nvfp4emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType ty
     for (cuuint32_t i = 0; i < rank; ++i) { bytes_dims[i] = dims[i]; bytes_box[i] = box[i]; }
     bytes_dims[0] /= 2;
     bytes_box[0] /= 2;
-    return real(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, address, bytes_dims, strides, bytes_box, element_strides,
-                interleave, swizzle, promotion, fill);
+    CUresult r = real(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, address, bytes_dims, strides, bytes_box,
+                      element_strides, interleave, swizzle, promotion, fill);
+    if (r == CUDA_SUCCESS) __nvfp4emu_register_u4_map(map);
+    return r;
   }
   return real(map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle, promotion, fill);
 }

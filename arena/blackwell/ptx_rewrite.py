@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 TARGET = "sm_90a"
 STATE_SYMBOL = "__nvfp4emu_state"
+STATE_WORDS = 32 + 64 * 32          # as NVFP4EMU_STATE_WORDS in emulation_host.h
 
 # Codes shared with tcgen05_library.cu.
 MMA_KINDS = {"f16": 0, "tf32": 1, "f8f6f4": 2, "i8": 3, "mxf8f6f4": 4, "mxf4": 5, "mxf4nvf4": 6}
@@ -38,6 +39,9 @@ _TARGET = re.compile(r"^(\s*\.target\s+)(sm_1\d\d[af]?)\b", re.M)
 _STATEMENT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>tcgen05\.[\w:.]+)(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
 _CVT_FP4 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\be2m1x\d[\w.]*)\s+(?P<args>[^;]*);")
 _BULK_CTA_GROUP = re.compile(r"\b(cp\.async\.bulk\.[\w:.]*?)\.cta_group::(\d)")
+_TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduce\.async\.bulk|"
+                  r"cp\.async\.bulk\.prefetch)\.tensor\.[\w:.]+)(?P<args>[^;{}]*\[\s*(?P<map>[%\w$]+)\s*,\s*"
+                  r"\{\s*(?P<c0>[^,}\s]+)(?P<rest>[^}]*)\}\s*\][^;]*);")
 _REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
 _ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
 _NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
@@ -317,6 +321,25 @@ def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
+def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
+    """A tensor TMA gets its innermost coordinate through __nvfp4emu_tma_coord, which halves it for a packed-FP4
+    map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes)."""
+    if ".im2col" in m.group("op"):
+        return m.group(0)
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    tmap = m.group("map")
+    if not (tmap.startswith("%") or tmap in widths):     # a .param/.global symbol: its generic address
+        t = e.temp(64)
+        e.body.append(f"cvta.param.u64 {t}, {tmap};" if "_param_" in tmap else f"cvta.global.u64 {t}, {tmap};")
+        tmap = t
+    c0 = e.call("__nvfp4emu_tma_coord", [(e.value(tmap, 64), 64), (e.value(m.group("c0"), 32), 32)], 32)
+    args = m.group("args")
+    start, end = m.start("c0") - m.start("args"), m.end("c0") - m.start("args")
+    e.body.append(f"{e.guard}{m.group('op')}{args[:start]}{c0}{args[end:]};")
+    return e.text()
+
+
 def _rewrite_bulk_cta_group(m: re.Match) -> str:
     """TMA's .cta_group::1 (sm_100) names the issuing CTA's own mbarrier: what sm_90's TMA does without it."""
     if m.group(2) != "1":
@@ -336,7 +359,7 @@ def _merge_library(ptx: str, library_ptx: str) -> str:
         ptx = ptx[:state.start()] + ptx[state.end():]
         state_line = state.group(0)
     else:
-        state_line = f".global .align 4 .b8 {STATE_SYMBOL}[64];\n"
+        state_line = f".global .align 4 .b8 {STATE_SYMBOL}[{4 * STATE_WORDS}];\n"
     header = re.search(r"^\s*\.address_size\s+\d+\s*\n", ptx, flags=re.M)
     if not header:
         raise CannotEmulate("the PTX has no .address_size directive")
@@ -367,6 +390,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _STATEMENT.sub(replace, text)
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
+    text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)
     if left:
         raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")

@@ -22,8 +22,8 @@ CAPABILITY = (10, 0)
 MESSAGES = {
     1: "this GPU has more SMs ({a}) than the emulation provides ({b})",
     2: "tcgen05.alloc of {a} columns: the column count must be a power of two from 32 to 512",
-    3: "tcgen05.alloc of {a} columns waited over 2 s on SM {b}: its columns are held by a CTA that never ran "
-       "tcgen05.dealloc (the columns were taken back)",
+    3: "tcgen05.alloc of {a} columns waited on SM {b} while its tensor memory went unused for 2 s: its columns "
+       "are held by a CTA that never ran tcgen05.dealloc (the columns were taken back)",
     4: "tcgen05.dealloc of address {a:#x}, {b} columns: this CTA did not allocate them",
     5: "tcgen05.dealloc of address {a:#x}, {b} columns: not an allocation's start and size",
     6: "columns {a}..{a}+{b} of tensor memory are not allocated to this CTA",

@@ -22,10 +22,12 @@
 #define EMU_GRANULES (EMU_COLS / 32)
 
 extern "C" {
-extern __device__ unsigned int __nvfp4emu_state[16];  // defined by emulation_host.h in the user's module
+#define EMU_STATE_WORDS (32 + 64 * 32)   // as NVFP4EMU_STATE_WORDS in emulation_host.h
+extern __device__ unsigned int __nvfp4emu_state[EMU_STATE_WORDS];  // defined by emulation_host.h in the user's module
 __device__ uint32_t __nvfp4emu_tmem[EMU_MAX_SM * EMU_LANES * EMU_COLS];
 __device__ unsigned long long __nvfp4emu_owner[EMU_MAX_SM * EMU_GRANULES];
 __device__ int __nvfp4emu_lock[EMU_MAX_SM];
+__device__ unsigned long long __nvfp4emu_touched[EMU_MAX_SM];   // globaltimer of the last use of the SM's TMEM
 __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
 }
 
@@ -65,6 +67,12 @@ static __device__ __forceinline__ unsigned long long emu_my_tag() {
   return (emu_gridid() << 32) ^ (cta + 1ull);
 }
 
+static __device__ __forceinline__ unsigned long long emu_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 static __device__ __noinline__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
   if (atomicCAS(&__nvfp4emu_state[0], 0u, code) == 0u) {
     __nvfp4emu_state[1] = site;
@@ -101,6 +109,7 @@ static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col
   if (lane + lanes > EMU_LANES) { emu_fail(E_LANE_RANGE, site, lane, lanes); return __nvfp4emu_dummy; }
   if (col + cols > EMU_COLS) { emu_fail(E_COL_RANGE, site, col, cols); return __nvfp4emu_dummy; }
   if (!emu_cols_owned(sm, col, cols)) { emu_fail(E_NOT_ALLOCATED, site, col, cols); return __nvfp4emu_dummy; }
+  *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
   return emu_tmem_sm(sm) + lane * EMU_COLS + col;
 }
 
@@ -121,7 +130,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
     const uint32_t need = ncols / 32u;
     const unsigned long long me = emu_my_tag();
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
-    const long long t0 = clock64();
+    const unsigned long long t0 = emu_now();
     bool stole = false;
     for (;;) {
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
@@ -136,7 +145,10 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
       if (found >= 0) { start = (uint32_t)found * 32u; break; }
-      if (!stole && clock64() - t0 > 4000000000ll) {  // ~2 s: columns held by a CTA that never deallocated
+      // Columns held by a CTA that never deallocated: 2 s in which nothing used this SM's tensor memory.
+      // (A holder still at work touches it with every emulated mma/cp/ld/st, however slow the emulation.)
+      const unsigned long long touched = *(volatile unsigned long long*)&__nvfp4emu_touched[sm];
+      if (!stole && emu_now() - (touched > t0 ? touched : t0) > 2000000000ull) {
         emu_fail(E_ALLOC_TIMEOUT, site, ncols, sm);
         while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
         for (uint32_t i = 0; i < EMU_GRANULES; ++i) owner[i] = 0ull;
@@ -568,3 +580,19 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_e2m1x2_f32(float a, f
     return emu_e2m1_from_f32(a, relu) << 4 | emu_e2m1_from_f32(b, relu);
 }
 
+
+// ---- TMA on packed-FP4 maps (encoded as UINT8 by emulation_host.h): the kernel's innermost coordinate counts
+// 4-bit elements, the map counts bytes. Halve it when `tmap` is one of the registered maps.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0) {
+  const uint32_t n = *(volatile uint32_t*)&__nvfp4emu_state[16];
+  const unsigned long long* map = (const unsigned long long*)tmap;
+  const unsigned long long first = map[0];
+  for (uint32_t i = 0; i < n && i < 64u; ++i) {
+    const unsigned long long* known = (const unsigned long long*)&__nvfp4emu_state[32 + 32 * i];
+    if (known[0] != first) continue;
+    bool same = true;
+    for (int w = 1; w < 16 && same; ++w) same = known[w] == map[w];
+    if (same) return (uint32_t)((int32_t)c0 >> 1);
+  }
+  return c0;
+}
