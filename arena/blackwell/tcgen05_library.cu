@@ -116,6 +116,17 @@ static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col
 static __device__ __forceinline__ uint32_t emu_leader(uint32_t mask) { return __ffs(mask) - 1u; }
 
 // ------------------------------------------------------------------------------------------- allocation
+static __device__ __forceinline__ bool emu_valid_cols(uint32_t n) { return n >= 32u && n <= 512u && !(n & (n - 1u)); }
+// What an invalid count takes (the error is recorded; the kernel runs on so that it ends and is reported):
+// the next power of two, within 32..512. dealloc frees the same amount for the same count.
+static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
+  if (n <= 32u) return 32u;
+  if (n >= 512u) return 512u;
+  uint32_t p = 32u;
+  while (p < n) p <<= 1;
+  return p;
+}
+
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
   const uint32_t mask = __activemask();
   if (mask != 0xFFFFFFFFu && emu_lane() == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
@@ -123,11 +134,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site);
     if (emu_nsmid() > EMU_MAX_SM) emu_fail(E_TOO_MANY_SMS, site, emu_nsmid(), EMU_MAX_SM);
-    if (ncols < 32u || ncols > 512u || (ncols & (ncols - 1u))) {
-      emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
-      ncols = ncols < 32u ? 32u : 512u;
-    }
-    const uint32_t need = ncols / 32u;
+    if (!emu_valid_cols(ncols)) emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
+    const uint32_t need = emu_alloc_size(ncols) / 32u;
     const unsigned long long me = emu_my_tag();
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
     const unsigned long long t0 = emu_now();
@@ -164,7 +172,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
   // Poison the new columns (real TMEM is not zeroed): a kernel that reads before writing sees NaN.
   const uint32_t sm = emu_smid() < EMU_MAX_SM ? emu_smid() : 0u;
   uint32_t* base = emu_tmem_sm(sm);
-  const uint32_t nc = ncols < 32u ? 32u : (ncols > 512u ? 512u : ncols);
+  const uint32_t nc = emu_alloc_size(ncols);
   const uint32_t workers = __popc(mask), me = __popc(mask & ((1u << emu_lane()) - 1u));
   for (uint32_t i = me; i < EMU_LANES * nc; i += workers) base[(i / nc) * EMU_COLS + start + (i % nc)] = 0x7FC0DEADu;
   __threadfence();
@@ -176,7 +184,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
   __syncwarp(mask);
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
-    if ((taddr >> 16) != 0u || col % 32u || ncols < 32u || ncols > 512u || (ncols & (ncols - 1u)) || col + ncols > EMU_COLS) {
+    if (!emu_valid_cols(ncols)) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);   // freed as alloc took it
+    ncols = emu_alloc_size(ncols);
+    if ((taddr >> 16) != 0u || col % 32u || col + ncols > EMU_COLS) {
       emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
     } else if (!emu_cols_owned(sm, col, ncols)) {
       emu_fail(E_DEALLOC_NOT_OWNED, site, taddr, ncols);
