@@ -212,24 +212,6 @@ class _nvtx_range:
             torch.cuda.nvtx.range_pop()
 
 
-PLACEMENT_DITHER = True
-_placement_random = None
-
-
-def _placement_spacer(device):
-    """A block of 1-9 MiB (random, 512-byte steps) taken just before a timed request's inputs are placed and
-    freed right after: the caching allocator would otherwise put every sample's inputs at the same addresses,
-    so a whole run would time one memory placement and runs would differ by where their process landed."""
-    global _placement_random
-    if not PLACEMENT_DITHER or not str(device).startswith("cuda"):
-        return None
-    import random
-    import torch
-    if _placement_random is None:
-        _placement_random = random.Random(os.urandom(8))    # private: a submission may seed `random`
-    return torch.empty((1 << 20) + 512 * _placement_random.randrange(16384), dtype=torch.uint8, device=device)
-
-
 def _foreign_threads(threading) -> int:
     """Live Python threads besides the main one."""
     return sum(1 for t in threading.enumerate() if t is not threading.main_thread())
@@ -327,9 +309,7 @@ def serve(sock: socket.socket, isolation: str):
         decoder = tensorwire.Decoder(device, cpu_too=True)      # inputs: what the task generated, as it is
         try:
             asked = Request.from_message(request)
-            spacer = _placement_spacer(device) if asked.op == "time" and asked.calls is None else None
             inputs = [None] * asked.calls if asked.calls is not None else decoder.decode(request["data"], fds)
-            del spacer
             session.guard.check("between calls")
             reply = ops[asked.op](inputs, **asked.args)
             session.guard.check("during the request", deep=True)

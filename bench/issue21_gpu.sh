@@ -9,7 +9,6 @@
 #   gputests     pytest -m gpu
 #   integrity    bench/integrity_gpu_check.py
 #   repeat       RUNS `eval.py benchmark` runs of the shipped kernel alone, back to back: per-run means and spread
-#   dither       RUNS benchmark runs each with the worker's placement dither off (a copy) and on, alternating
 #   sm100emu     the sm_100a kernel through its emulation build (library and submission glue), test shapes
 # The side-by-side steps need the official eval_better_bench.py and utils.py in .official/ (carried, never
 # committed).
@@ -45,23 +44,6 @@ for n, case in enumerate(runs[0]['cases']):
     med = statistics.median(means)
     print(case['spec'], ' '.join(f'{m:.2f}' for m in means), f'spread {(max(means) - min(means)) / med * 100:.2f}%',
           f'within-run err <= {max(errs):.2f}%')" "${RUNS:-5}" ;;
-        dither) rm -rf /tmp/nodither && mkdir /tmp/nodither && git ls-files -z | xargs -0 cp --parents -t /tmp/nodither
-                sed -i 's/^PLACEMENT_DITHER = True/PLACEMENT_DITHER = False/' /tmp/nodither/arena/worker.py
-                grep -q "^PLACEMENT_DITHER = False" /tmp/nodither/arena/worker.py || echo "no switch found"
-                for i in $(seq "${RUNS:-5}"); do       # alternate, so a drift of the machine hits both alike
-                    (cd /tmp/nodither && python3 eval.py benchmark --json "/tmp/off$i.json" > /dev/null) || echo "off $i failed"
-                    python3 eval.py benchmark --json "/tmp/on$i.json" > /dev/null || echo "on $i failed"
-                done
-                python3 -c "
-import json, statistics, sys
-n = int(sys.argv[1])
-for label in ('off', 'on'):
-    runs = [json.load(open(f'/tmp/{label}{i}.json')) for i in range(1, n + 1)]
-    for k, case in enumerate(runs[0]['cases']):
-        means = [r['cases'][k]['stats']['mean'] / 1e3 for r in runs]
-        med = statistics.median(means)
-        print(f'placement dither {label:3s}', case['spec'], ' '.join(f'{m:.2f}' for m in means),
-              f'spread {(max(means) - min(means)) / med * 100:.2f}%', f'sd {statistics.stdev(means) / med * 100:.2f}%')" "${RUNS:-5}" ;;
         sm100emu) timeout "${TESTS_S:-400}" python3 bench/sm100_emulation_check.py --build --quick --glue 2>&1 | tail -30 ;;
         *) echo "unknown step $step" ;;
     esac 2>&1 | tee -a "$LOG"
