@@ -9,6 +9,8 @@
 #   gputests     pytest -m gpu
 #   integrity    bench/integrity_gpu_check.py
 #   repeat       RUNS `eval.py benchmark` runs of the shipped kernel alone, back to back: per-run means and spread
+#   within       RUNS processes, each timing every benchmark shape 3 times: run-to-run movement inside a
+#                process against between processes
 #   sm100emu     the sm_100a kernel through its emulation build (library and submission glue), test shapes
 # The side-by-side steps need the official eval_better_bench.py and utils.py in .official/ (carried, never
 # committed).
@@ -44,6 +46,21 @@ for n, case in enumerate(runs[0]['cases']):
     med = statistics.median(means)
     print(case['spec'], ' '.join(f'{m:.2f}' for m in means), f'spread {(max(means) - min(means)) / med * 100:.2f}%',
           f'within-run err <= {max(errs):.2f}%')" "${RUNS:-5}" ;;
+        within) : > /tmp/within.txt    # each benchmark shape 3 times, interleaved, in one process
+                for r in 1 2 3; do for shape in "n: 7168; k: 16384" "n: 4096; k: 7168" "n: 7168; k: 2048"; do
+                    echo "m: 128; $shape; l: 1; seed: 1111" >> /tmp/within.txt; done; done
+                for i in $(seq "${RUNS:-3}"); do
+                    python3 eval.py benchmark /tmp/within.txt --json "/tmp/within$i.json" > /dev/null || echo "run $i failed"
+                done
+                python3 -c "
+import json, statistics, sys
+runs = [json.load(open(f'/tmp/within{i}.json'))['cases'] for i in range(1, int(sys.argv[1]) + 1)]
+for shape in dict.fromkeys(c['spec'] for c in runs[0]):
+    per_run = [[c['stats']['mean'] / 1e3 for c in cases if c['spec'] == shape] for cases in runs]
+    within = statistics.mean(statistics.stdev(v) / statistics.mean(v) * 100 for v in per_run)
+    between = statistics.stdev([statistics.mean(v) for v in per_run]) / statistics.mean(sum(per_run, [])) * 100
+    print(shape, ' | '.join(' '.join(f'{m:.2f}' for m in v) for v in per_run),
+          f'| sd within a process {within:.2f}%, sd of process means {between:.2f}%')" "${RUNS:-3}" ;;
         sm100emu) timeout "${TESTS_S:-400}" python3 bench/sm100_emulation_check.py --build --quick --glue 2>&1 | tail -30 ;;
         *) echo "unknown step $step" ;;
     esac 2>&1 | tee -a "$LOG"
