@@ -434,7 +434,7 @@ def build(source: Source, arch: str, workdir: str) -> Build:
         return Build(source.name, arch, FAILED, error=system)
     stem = re.sub(r"\W", "_", source.name)
     path = os.path.join(workdir, f"{stem}.cu")
-    cubin = os.path.join(workdir, f"{stem}.{arch}.cubin")
+    cubin = os.path.join(workdir, f"{stem}.{arch.replace(' ', '_')}.cubin")
     with open(path, "w") as f:
         f.write(source.text)
     target = "sm_100a" if arch == EMULATED else arch
