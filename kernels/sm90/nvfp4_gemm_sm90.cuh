@@ -43,9 +43,14 @@ struct Cfg {
   static constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
   static constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;          // + barriers + alignment slack
   static constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;         // one consumer warpgroup's (64*MB) x 128 partial
+  // cluster split-K: the CTA's fp32 part of the tile, [128 A rows][B_ROWS + 4] (the 4 spreads the fragment
+  // stores over all banks), over the stage buffers once the main loop is done
+  static constexpr int PART_LD = B_ROWS + 4;
+  static constexpr int PART_BYTES = TILE_ROWS * PART_LD * 4;
   static_assert(MB == 1 || MB == 2, "MB");
   static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
   static_assert(SMEM_BYTES <= 232448, "shared memory");
+  static_assert(PART_BYTES <= OFF_EPI, "cluster partial must fit in the stage buffers");
 };
 #define NVFP4_SM90_CFG(MBV)                                                                                  \
   constexpr int MB = Cfg<MBV>::MB, B_ROWS = Cfg<MBV>::B_ROWS, RAW_STAGES = Cfg<MBV>::RAW_STAGES;            \
@@ -55,7 +60,8 @@ struct Cfg {
   constexpr int RAW_SA = Cfg<MBV>::RAW_SA, RAW_STAGE_BYTES = Cfg<MBV>::RAW_STAGE_BYTES;                     \
   constexpr int OFF_RAW = Cfg<MBV>::OFF_RAW, OFF_ACT = Cfg<MBV>::OFF_ACT, OFF_EPI = Cfg<MBV>::OFF_EPI;      \
   constexpr int OFF_BAR = Cfg<MBV>::OFF_BAR, WS_FLOAT4_PER_UNIT = Cfg<MBV>::WS_FLOAT4_PER_UNIT;             \
-  (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
+  constexpr int PART_LD = Cfg<MBV>::PART_LD;                                                                \
+  (void)PART_LD; (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
   (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT;
 
 struct Params {
@@ -68,6 +74,8 @@ struct Params {
   int M, N, K, L, kb64;
   int b_row_blocks;     // ceil(N / 128): blocked-scale row blocks of B per batch
   int vec_store;        // N % 8 == 0: 16-byte stores of C
+  int cluster;          // 1: split tiles are finished through ws/counters; C > 1: each tile is split evenly over
+                        // the C CTAs of one cluster and reduced through distributed shared memory
   Schedule sch;         // tiles: m_tiles = ceil(M/128), n_tiles = ceil(N/B_ROWS)
 };
 
@@ -371,7 +379,25 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       sch.decode(tile, l, nt, mt);
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
       bool finish = true;
-      if (!whole) {
+      if (p.cluster > 1) {
+        // cluster split-K: this CTA's part of the tile goes, transposed to [m][n], into its own shared memory
+        // (over the stage buffers: both consumer warpgroups are past their last wgmma and every stage has
+        // been consumed); the cluster reduces it after the loop
+        named_bar_sync(3, 256);
+        const uint32_t part = sbase + OFF_RAW;
+#pragma unroll
+        for (int b = 0; b < MB; ++b)
+#pragma unroll
+          for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int n_local = 64 * MB * cw + 64 * b + 16 * wq + g + 8 * (e >> 1);
+              const int m_local = 8 * jj + 2 * t + (e & 1);
+              asm volatile("st.shared.f32 [%0], %1;" :: "r"(part + (m_local * PART_LD + n_local) * 4),
+                           "f"(acc[b][4 * jj + e]) : "memory");
+            }
+        finish = false;
+      } else if (!whole) {
         const int unit = (int)(tile * NUM_CWG + cw);
         float4* mine = p.ws + ((size_t)sch.slot(cta, tile) * NUM_CWG + cw) * WS_FLOAT4_PER_UNIT;
 #pragma unroll
@@ -443,6 +469,51 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         }
       }
     }
+    if (p.cluster > 1) {
+      // every part of the tile is in the cluster's shared memory: CTA `rank` sums rows [rank*128/C, ...) of
+      // it over the C parts in rank order (the same order in every CTA: deterministic) and stores them.
+      // The producer and transform threads have exited, which counts as arriving.
+      cluster_sync();
+      const int C = p.cluster;
+      const int rank = (int)cluster_rank();
+      int l, nt, mt;
+      sch.decode(cta / C, l, nt, mt);
+      const uint32_t part = sbase + OFF_RAW;
+      constexpr int CHUNKS = B_ROWS / 8;          // 8 columns (two float4) per item
+      const int rows = TILE_ROWS / C;
+      for (int idx = tid - 128; idx < rows * CHUNKS; idx += 256) {
+        const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
+        const uint32_t off = part + (m_local * PART_LD + ch * 8) * 4;
+        float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
+        for (int q = 0; q < C; ++q) {
+          const uint32_t src = cluster_map(off, (uint32_t)q);
+          const float4 u0 = ld_cluster_f4(src), u1 = ld_cluster_f4(src + 16);
+          s0.x += u0.x; s0.y += u0.y; s0.z += u0.z; s0.w += u0.w;
+          s1.x += u1.x; s1.y += u1.y; s1.z += u1.z; s1.w += u1.w;
+        }
+        const int m = mt * TILE_ROWS + m_local;
+        const int n = nt * B_ROWS + ch * 8;
+        if (m < p.M && n < p.N) {
+          const __half2 h0 = __floats2half2_rn(s0.x * 16384.f, s0.y * 16384.f);
+          const __half2 h1 = __floats2half2_rn(s0.z * 16384.f, s0.w * 16384.f);
+          const __half2 h2 = __floats2half2_rn(s1.x * 16384.f, s1.y * 16384.f);
+          const __half2 h3 = __floats2half2_rn(s1.z * 16384.f, s1.w * 16384.f);
+          const uint4 val = make_uint4(*(const uint32_t*)&h0, *(const uint32_t*)&h1, *(const uint32_t*)&h2,
+                                       *(const uint32_t*)&h3);
+          __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
+          if (p.vec_store && n + 8 <= p.N) {
+            *(uint4*)dst = val;
+          } else {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const uint32_t wv = word(val, i >> 1);
+              if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+            }
+          }
+        }
+      }
+      cluster_sync();   // no CTA leaves (freeing its shared memory) while another still reads its part
+    }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
@@ -482,15 +553,84 @@ namespace nvfp4 {
 namespace sm90 {
 // Work per SM in k-blocks if B tiles were 256 rows; below this, 128-row tiles (twice the work units) win.
 constexpr int MB2_MIN_KBLOCKS_PER_SM = 16;
+// A cluster split may give a CTA this many times the k-blocks the balanced split over all
+// SMs would (it saves that split's serial fixup).
+constexpr double CLUSTER_MAX_EXTRA = 1.25;
 
 inline int choose_mb(int M, int N, int K, int L, int num_sms) {
   const long long iters = (long long)((M + 127) / 128) * ((N + 255) / 256) * L * (K / BK);
   return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
 }
 
+template <int MBV> int max_active_clusters(int size);
+
+// B tile height and split per shape (mb, cluster out). The balanced split over all SMs is the default; a
+// cluster split is taken when the balanced one would split tiles (its fixup is serial at the end of the
+// kernel) and every cluster fits on the GPU at once with at most CLUSTER_MAX_EXTRA times its k-blocks per CTA.
+inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int& cluster) {
+  cluster = 1;
+  if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
+  const int nk = K / BK;
+  const long long tiles = (long long)((M + 127) / 128) * ((N + 64 * NUM_CWG * mb - 1) / (64 * NUM_CWG * mb)) * L;
+  const double balanced = (double)(tiles * nk) / num_sms;   // k-blocks per SM of the balanced split
+  if (balanced >= nk) return;                               // whole tiles per SM: little to fix up
+  for (int c = 2; c <= 8; c *= 2) {
+    if (nk < c) break;
+    const int fit = mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
+    if (tiles > fit) continue;
+    const double per_cta = (double)((nk + c - 1) / c);
+    if (per_cta <= balanced * CLUSTER_MAX_EXTRA) { cluster = c; return; }
+  }
+}
+
 // Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
 // symbol, so a second build of this file loaded in the same process would skip the attribute for its kernel.
 static bool g_smem_attr_done[3] = {false, false, false};
+
+template <int MBV>
+int set_smem_attr(char* err, int err_len) {
+  if (!g_smem_attr_done[MBV]) {
+    cudaError_t e =
+        cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<MBV>::SMEM_BYTES);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e != cudaSuccess) {
+      snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
+      return 3;
+    }
+    g_smem_attr_done[MBV] = true;
+  }
+  return 0;
+}
+
+// How many clusters of `size` CTAs of gemm_kernel<MBV> fit on the GPU at once (0 if none or on error);
+// cached per (MB, size) since it depends only on the device and the kernel.
+static int g_max_clusters[3][17];
+template <int MBV>
+int max_active_clusters(int size) {
+  if (size < 1 || size > 16) return 0;
+  int& cached = g_max_clusters[MBV][size];
+  if (cached == 0) {
+    char err[128];
+    if (set_smem_attr<MBV>(err, sizeof err) != 0) return 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(size, 1, 1);
+    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.dynamicSmemBytes = Cfg<MBV>::SMEM_BYTES;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = size; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, gemm_kernel<MBV>, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = -1;   // remembered: this size cannot be launched
+    }
+    cached = n;
+  }
+  return cached < 0 ? 0 : cached;
+}
 
 template <int MBV>
 int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int err_len) {
@@ -503,7 +643,8 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
   s.L = L;
   s.nk = K / BK;
   s.total = (long long)s.tiles() * s.nk;
-  s.grid = (int)(s.total < num_sms ? s.total : num_sms);
+  // cluster split-K: C CTAs per tile, CTA tile*C + r owns k-blocks [r*nk/C, (r+1)*nk/C) (Schedule::begin)
+  s.grid = p.cluster > 1 ? s.tiles() * p.cluster : (int)(s.total < num_sms ? s.total : num_sms);
 
   CUtensorMap map_a, map_b;
   int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
@@ -512,16 +653,24 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
     snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
     return 2;
   }
-  if (!g_smem_attr_done[MBV]) {
-    cudaError_t e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (e != cudaSuccess) {
-      snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
-      return 3;
-    }
-    g_smem_attr_done[MBV] = true;
+  if (int r3 = set_smem_attr<MBV>(err, err_len)) return r3;
+  cudaError_t e;
+  if (p.cluster > 1) {
+    cudaLaunchConfig_t cfg = {};   // zeroed: the default (legacy) queue 0
+    cfg.gridDim = dim3(s.grid, 1, 1);
+    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.dynamicSmemBytes = SMEM_BYTES;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = p.cluster; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    e = cudaLaunchKernelEx(&cfg, gemm_kernel<MBV>, p, map_a, map_b);
+    if (e == cudaSuccess) e = cudaGetLastError();
+  } else {
+    gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
+    e = cudaGetLastError();
   }
-  gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
-  cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     snprintf(err, err_len, "kernel launch: %s", cudaGetErrorString(e));
     return 4;
@@ -535,6 +684,8 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
 // mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
+// cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2..8: every tile split
+// evenly over the C CTAs of a thread-block cluster (needs K/128 >= C).
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
   using namespace nvfp4::sm90;
   return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
@@ -543,8 +694,8 @@ extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
   return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
 }
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
-                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, char* err,
-                                 int err_len) {
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
+                                 char* err, int err_len) {
   using namespace nvfp4;
   using namespace nvfp4::sm90;
   if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
@@ -563,6 +714,16 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   p.kb64 = K / 64;
   p.b_row_blocks = (N + 127) / 128;
   p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
+  if (cluster == 0) {
+    choose_config(M, N, K, L, num_sms, mb, cluster);
+  } else if (cluster > 1) {
+    if (mb == 0) mb = 2;
+    if (cluster > 8 || K / BK < cluster) {
+      snprintf(err, err_len, "cluster split of %d needs 2 <= C <= 8 and K/128 >= C (K=%d)", cluster, K);
+      return 1;
+    }
+  }
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
+  p.cluster = cluster;
   return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
 }
