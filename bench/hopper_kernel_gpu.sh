@@ -13,7 +13,7 @@ declare -a summary
 step() {  # name, command...
     local name=$1; shift
     local start=$SECONDS
-    "$@" >"$OUT/$name.log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
     summary+=("$(printf '%-10s rc=%-4s %4ss' "$name" "$rc" "$((SECONDS - start))")")
     { echo "=== $name (rc=$rc): $*"; cat "$OUT/$name.log"; } >>"$OUT/hopper.log"
