@@ -257,6 +257,9 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
+#ifndef NVFP4_L2_HINTS
+#define NVFP4_L2_HINTS 0   // 1: B and its scales are loaded evict-first (read once), A and its scales evict-last
+#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -755,6 +758,16 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
         const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
         mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
+#if NVFP4_L2_HINTS
+        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS, kEvictFirst);
+        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS, kEvictLast);
+        for (int i = 0; i < nsb; ++i)
+          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
+                    p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
+                    SF_STAGE_BYTES, &raw_full[s], kEvictFirst);
+        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                  SF_STAGE_BYTES, &raw_full[s], kEvictLast);
+#else
         tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
         tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
         for (int i = 0; i < nsb; ++i)
@@ -763,6 +776,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
                     SF_STAGE_BYTES, &raw_full[s]);
         bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
                   SF_STAGE_BYTES, &raw_full[s]);
+#endif
       }
     }
   }
@@ -912,6 +926,11 @@ extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
   using namespace nvfp4::sm90;
   return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
 }
+// How many clusters of `size` CTAs fit on the GPU at once for B tiles of 64 * 2 * mb rows (0: none).
+extern "C" int nvfp4_sm90_max_clusters(int mb, int size) {
+  using namespace nvfp4::sm90;
+  return mb == 2 ? max_active_clusters<2>(size) : max_active_clusters<1>(size);
+}
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
   return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
 }
@@ -959,12 +978,14 @@ CPP_SM90 = r"""
 
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms);
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L);
+extern "C" int nvfp4_sm90_max_clusters(int mb, int size);
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
                                  int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
                                  char* err, int err_len);
 
 long long sm90_workspace_bytes(int64_t num_sms) { return nvfp4_sm90_workspace_bytes((int)num_sms); }
 long long sm90_counter_count(int64_t M, int64_t N, int64_t L) { return nvfp4_sm90_counter_count((int)M, (int)N, (int)L); }
+int64_t sm90_max_clusters(int64_t mb, int64_t size) { return nvfp4_sm90_max_clusters((int)mb, (int)size); }
 
 void sm90_gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c,
                torch::Tensor ws, torch::Tensor counters, int64_t M, int64_t N, int64_t K, int64_t L, int64_t num_sms,
@@ -990,7 +1011,7 @@ def _sm90_module():
             name="nvfp4_gemm_sm90_v4",
             cpp_sources=[CPP_SM90],
             cuda_sources=[CUDA_SM90],
-            functions=["sm90_gemm", "sm90_workspace_bytes", "sm90_counter_count"],
+            functions=["sm90_gemm", "sm90_workspace_bytes", "sm90_counter_count", "sm90_max_clusters"],
             extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo"],
             verbose=False,
         )

@@ -172,16 +172,19 @@ def trivial_kernel_us(reps):
     return bench(lambda: x.add_(1), reps)
 
 
-def build_probe(mode, mb=None):
+def build_probe(mode, mb=None, defines=()):
     """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
-    mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape."""
+    mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape.
+    defines: more NAME=VALUE macros of the kernel sources (experiments such as NVFP4_L2_HINTS=1)."""
     from torch.utils.cpp_extension import load_inline
     # the probes live in the kernel sources only (kernels/generate.py resolves them out of submission.py)
     kernels = os.path.join(ROOT, "kernels")
     source = "".join(open(os.path.join(kernels, *part)).read()
                      for part in (("common", "nvfp4_common.cuh"), ("sm90", "nvfp4_gemm_sm90.cuh")))
     flags = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-DNVFP4_PROFILE_MODE={mode}"]
-    return load_inline(name=f"nvfp4_sm90_probe{mode}", cpp_sources=[submission.CPP_SM90],
+    flags += [f"-D{d}" for d in defines]
+    tag = "".join(c if c.isalnum() else "_" for c in "_".join(defines))
+    return load_inline(name=f"nvfp4_sm90_probe{mode}{tag}", cpp_sources=[submission.CPP_SM90],
                        cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
@@ -220,6 +223,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="three checks, one timed shape")
     ap.add_argument("--no-checks", action="store_true")
     ap.add_argument("--mb-sweep", action="store_true", help="also check and time both B tile heights (128/256 rows)")
+    ap.add_argument("--variants", default="", help="comma-separated builds of the kernel sources, each "
+                    "NAME=MACRO=V[+MACRO=V...], timed with the per-shape configuration (and checked unless a "
+                    "NVFP4_PROFILE_MODE is set), e.g. hints=NVFP4_L2_HINTS=1")
     ap.add_argument("--configs", default="", help="comma-separated MB:C configurations of the shipped build to "
                     "force, check and time (MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster split-K)")
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
@@ -262,6 +268,25 @@ def main():
             for (m, n, k, l) in BENCH + BIG:
                 probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, mb, 1)))
                 print(probe_rows[-1], flush=True)
+    mod = submission._sm90_module()
+    fits = {(mb, c): int(mod.sm90_max_clusters(mb, c)) for mb in (1, 2) for c in (2, 4, 8)}
+    print("clusters that fit at once (MB, C): " + ", ".join(f"{k}: {v}" for k, v in fits.items()), flush=True)
+    variant_rows = []
+    for spec in filter(None, args.variants.split(",")):
+        name, _, defs = spec.partition("=")
+        defines = tuple(defs.split("+"))
+        mode = next((int(d.split("=")[1]) for d in defines if d.startswith("NVFP4_PROFILE_MODE=")), 0)
+        defines = tuple(d for d in defines if not d.startswith("NVFP4_PROFILE_MODE="))
+        try:
+            vmod = build_probe(mode, None, defines)
+            ok = check_mb(vmod, 0, [(128, 256, 256, 1), (200, 320, 384, 2), (128, 7168, 2048, 1)], 0) \
+                if mode == 0 else None
+            times = [time_probe(vmod, m, n, k, l, args.reps, 0, 0) for (m, n, k, l) in BENCH + BIG]
+        except Exception as e:  # noqa: BLE001 - one bad variant must not hide the others
+            print(f"variant {spec} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
+            continue
+        variant_rows.append((name, ok, times))
+        print(f"variant {name}: " + " / ".join(f"{t:.1f}" for t in times), flush=True)
     config_rows = []
     if args.configs:  # forced (MB, cluster) configurations of the shipped build
         mod = submission._sm90_module()
@@ -304,8 +329,13 @@ def main():
         bad = [lab for lab, st in check_rows if st not in ("BIT-EXACT", "close")]
         exact = sum(st == "BIT-EXACT" for _, st in check_rows)
         print(f"checks: {exact}/{len(check_rows)} bit-exact, {len(bad)} failing {bad}")
+    names = [f"{m}x{n}x{k}" for (m, n, k, _) in BENCH + BIG]
+    if variant_rows:
+        print("builds of the kernel sources, per-shape configuration (us): " + " / ".join(names))
+        for name, ok, times in variant_rows:
+            verdict = "timing only" if ok is None else "exact" if ok else "NOT EXACT"
+            print(f"  {name:14s} {verdict:11s} " + " ".join(f"{t:8.1f}" for t in times))
     if config_rows:
-        names = [f"{m}x{n}x{k}" for (m, n, k, _) in BENCH + BIG]
         print("forced configurations (us): " + " / ".join(names))
         for spec, ok, times in config_rows:
             print(f"  MB:C {spec:5s} {'exact' if ok else 'NOT EXACT':9s} " + " ".join(f"{t:8.1f}" for t in times))
