@@ -4,6 +4,7 @@
 # tests of the submission. Prints a short summary at the end; full logs go to $OUT/hopper.log.
 # Usage (repo root, on the GPU machine): bash bench/hopper_kernel_gpu.sh [STEP ...]
 #   steps: kernel configs eval gputests   (default: all);  CONFIGS="1:1,2:1,..." REPS=30
+#   VARIANTS="name=MACRO=V+...,..." adds builds of kernels/ with those macros to the configs step
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -22,7 +23,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 for s in ${*:-kernel configs eval gputests}; do
     case $s in
         kernel) step kernel python3 bench/hopper_gemm.py --reps "$REPS" ;;
-        configs) step configs python3 bench/hopper_gemm.py --reps "$REPS" --no-checks --configs "$CONFIGS" ;;
+        configs) step configs python3 bench/hopper_gemm.py --reps "$REPS" --no-checks --configs "$CONFIGS" \
+                    ${VARIANTS:+--variants "$VARIANTS"} ;;
         eval) step test python3 eval.py test
               step robust python3 eval.py test --set robustness
               step benchmark python3 eval.py benchmark ;;
