@@ -257,8 +257,11 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
-#ifndef NVFP4_L2_HINTS
-#define NVFP4_L2_HINTS 0   // 1: B and its scales are loaded evict-first (read once), A and its scales evict-last
+#ifndef NVFP4_MB1_RAW
+#define NVFP4_MB1_RAW 4   // experiment: ring depths of the 128-row configuration
+#endif
+#ifndef NVFP4_MB1_ACT
+#define NVFP4_MB1_ACT 3
 #endif
 namespace nvfp4 {
 namespace sm90 {
@@ -278,8 +281,8 @@ template <int MB_>
 struct Cfg {
   static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
   static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
-  static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales)
-  static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
+  static constexpr int RAW_STAGES = MB == 2 ? 4 : NVFP4_MB1_RAW;   // TMA ring depth (fp4 + scales)
+  static constexpr int ACT_STAGES = MB == 2 ? 2 : NVFP4_MB1_ACT;   // decoded A buffers
   static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
   static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
   static constexpr int RAW_A = B_ROWS * BK_BYTES;
@@ -752,22 +755,20 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
         int l, nt, mt;
         sch.decode(it / nk, l, nt, mt);
-        const int kb = (int)(it % nk);
+        int kb = (int)(it % nk);
+        if (p.cluster > 1) {
+          // the CTAs of one rank in every cluster would read the same k-blocks of A at the same moment (one
+          // L2 hot spot per k-block); each tile starts its k-range at a different point instead (the
+          // consumers' sum covers the same k-blocks, so only its order changes: still the same every call)
+          const int n = (int)(it_end - it_begin), k0 = (int)(it_begin % nk);
+          const int rot = (int)((it / nk) * n / sch.tiles());
+          kb = k0 + (kb - k0 + rot) % n;
+        }
         uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
         const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
         const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
         mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
-#if NVFP4_L2_HINTS
-        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS, kEvictFirst);
-        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS, kEvictLast);
-        for (int i = 0; i < nsb; ++i)
-          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
-                    p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
-                    SF_STAGE_BYTES, &raw_full[s], kEvictFirst);
-        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                  SF_STAGE_BYTES, &raw_full[s], kEvictLast);
-#else
         tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
         tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
         for (int i = 0; i < nsb; ++i)
@@ -776,7 +777,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
                     SF_STAGE_BYTES, &raw_full[s]);
         bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
                   SF_STAGE_BYTES, &raw_full[s]);
-#endif
       }
     }
   }
