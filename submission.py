@@ -755,15 +755,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
         int l, nt, mt;
         sch.decode(it / nk, l, nt, mt);
-        int kb = (int)(it % nk);
-        if (p.cluster > 1) {
-          // the CTAs of one rank in every cluster would read the same k-blocks of A at the same moment (one
-          // L2 hot spot per k-block); each tile starts its k-range at a different point instead (the
-          // consumers' sum covers the same k-blocks, so only its order changes: still the same every call)
-          const int n = (int)(it_end - it_begin), k0 = (int)(it_begin % nk);
-          const int rot = (int)((it / nk) * n / sch.tiles());
-          kb = k0 + (kb - k0 + rot) % n;
-        }
+        const int kb = (int)(it % nk);
         uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
         const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
