@@ -38,6 +38,10 @@ Hopper kernel design (one CTA per SM, 512 threads = 4 warpgroups):
     so every SM gets the same work even when M = 128 gives only 16-56 tiles. A tile split across CTAs is
     reduced by the last CTA to finish (fp32 partials in a workspace, per-tile counters with release /
     acquire fences, fixed summation order, counters reset for the next call).
+  * Cluster split (chosen per shape, e.g. 128x7168x2048): when the balanced split would split tiles and
+    every tile fits on the GPU at once as a thread-block cluster of C CTAs, each CTA takes 1/C of a
+    tile's k-blocks; the parts meet in the CTAs' shared memory and each CTA sums 1/C of the tile's rows
+    over the C parts in rank order (distributed shared memory), instead of the serial fixup at the end.
 """
 
 import torch
