@@ -698,7 +698,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     if (p.cluster > 1) {
       // every part of the tile is in the cluster's shared memory: CTA `rank` sums rows [rank*128/C, ...) of
       // it over the C parts in rank order (the same order in every CTA: deterministic) and stores them.
-      // The producer and transform threads have exited, which counts as arriving.
+      // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
       cluster_sync();
       const int C = p.cluster;
       const int rank = (int)cluster_rank();
