@@ -325,7 +325,8 @@ struct Params {
   int b_row_blocks;     // ceil(N / 128): blocked-scale row blocks of B per batch
   int vec_store;        // N % 8 == 0: 16-byte stores of C
   int cluster;          // 1: split tiles are finished through ws/counters; C > 1: each tile is split evenly over
-                        // the C CTAs of one cluster and reduced through distributed shared memory
+                        // the C CTAs of one cluster and reduced through distributed shared memory ...
+  int groups;           // ... over G = groups clusters per tile (1 or 2), whose sums meet in ws (last one adds)
   Schedule sch;         // tiles: m_tiles = ceil(M/128), n_tiles = ceil(N/B_ROWS)
 };
 
@@ -430,6 +431,30 @@ __device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint3
   f[1] = dec<PB>(w1, s1);
   f[2] = dec<PB + 1>(w0, s0);
   f[3] = dec<PB + 1>(w1, s1);
+}
+
+// 8 fp32 sums (times 2^14) -> fp16 C[m, n..n+7], bounds-checked (the cluster split's epilogue)
+__device__ __forceinline__ void store_c8(const Params& p, int m, int n, int l, float4 s0, float4 s1) {
+  if (m >= p.M || n >= p.N) return;
+  const __half2 h0 = __floats2half2_rn(s0.x * 16384.f, s0.y * 16384.f);
+  const __half2 h1 = __floats2half2_rn(s0.z * 16384.f, s0.w * 16384.f);
+  const __half2 h2 = __floats2half2_rn(s1.x * 16384.f, s1.y * 16384.f);
+  const __half2 h3 = __floats2half2_rn(s1.z * 16384.f, s1.w * 16384.f);
+  const uint4 val = make_uint4(*(const uint32_t*)&h0, *(const uint32_t*)&h1, *(const uint32_t*)&h2,
+                               *(const uint32_t*)&h3);
+  __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
+  if (p.vec_store && n + 8 <= p.N) {
+    *(uint4*)dst = val;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t wv = word(val, i >> 1);
+      if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+    }
+  }
+}
+__device__ __forceinline__ void add4(float4& s, const float4& u) {
+  s.x += u.x; s.y += u.y; s.z += u.z; s.w += u.w;
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------------------
@@ -697,48 +722,57 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     }
     if (p.cluster > 1) {
       // every part of the tile is in the cluster's shared memory: CTA `rank` sums rows [rank*128/C, ...) of
-      // it over the C parts in rank order (the same order in every CTA: deterministic) and stores them.
+      // it over the C parts in rank order (the same order in every CTA: deterministic). With one cluster per
+      // tile it stores them; with G clusters per tile each CTA puts its sums in ws, and the last of the G to
+      // arrive (a counter per tile and rank, as in the fixup) adds them in group order and stores.
       // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
       cluster_sync();
-      const int C = p.cluster;
+      const int C = p.cluster, G = p.groups;
       const int rank = (int)cluster_rank();
+      const int tile = cta / (C * G), grp = (cta / C) % G;
       int l, nt, mt;
-      sch.decode(cta / C, l, nt, mt);
+      sch.decode(tile, l, nt, mt);
       const uint32_t part = sbase + OFF_RAW;
       constexpr int CHUNKS = B_ROWS / 8;          // 8 columns (two float4) per item
-      const int rows = TILE_ROWS / C;
-      for (int idx = tid - 128; idx < rows * CHUNKS; idx += 256) {
+      const int rows = TILE_ROWS / C, items = rows * CHUNKS;
+      // this (tile, group, rank)'s sums in ws: items x 2 float4, groups of one (tile, rank) C units apart
+      float4* const mine = p.ws + ((size_t)(tile * G + grp) * C + rank) * items * 2;
+      for (int idx = tid - 128; idx < items; idx += 256) {
         const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
         const uint32_t off = part + (m_local * PART_LD + ch * 8) * 4;
         float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
         for (int q = 0; q < C; ++q) {
           const uint32_t src = cluster_map(off, (uint32_t)q);
-          const float4 u0 = ld_cluster_f4(src), u1 = ld_cluster_f4(src + 16);
-          s0.x += u0.x; s0.y += u0.y; s0.z += u0.z; s0.w += u0.w;
-          s1.x += u1.x; s1.y += u1.y; s1.z += u1.z; s1.w += u1.w;
+          add4(s0, ld_cluster_f4(src));
+          add4(s1, ld_cluster_f4(src + 16));
         }
-        const int m = mt * TILE_ROWS + m_local;
-        const int n = nt * B_ROWS + ch * 8;
-        if (m < p.M && n < p.N) {
-          const __half2 h0 = __floats2half2_rn(s0.x * 16384.f, s0.y * 16384.f);
-          const __half2 h1 = __floats2half2_rn(s0.z * 16384.f, s0.w * 16384.f);
-          const __half2 h2 = __floats2half2_rn(s1.x * 16384.f, s1.y * 16384.f);
-          const __half2 h3 = __floats2half2_rn(s1.z * 16384.f, s1.w * 16384.f);
-          const uint4 val = make_uint4(*(const uint32_t*)&h0, *(const uint32_t*)&h1, *(const uint32_t*)&h2,
-                                       *(const uint32_t*)&h3);
-          __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
-          if (p.vec_store && n + 8 <= p.N) {
-            *(uint4*)dst = val;
-          } else {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-              const uint32_t wv = word(val, i >> 1);
-              if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
-            }
-          }
+        if (G == 1) {
+          store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
+        } else {
+          mine[2 * idx] = s0;
+          mine[2 * idx + 1] = s1;
         }
       }
       cluster_sync();   // no CTA leaves (freeing its shared memory) while another still reads its part
+      if (G > 1) {
+        named_bar_sync(3, 256);   // every consumer thread's sums are in ws (release through the fence below)
+        if (tid == 128) fix_flag[0] = fixup_arrive(&p.counters[tile * C + rank]);
+        named_bar_sync(3, 256);
+        if (fix_flag[0] == G - 1) {
+          const float4* const first = p.ws + ((size_t)tile * G * C + rank) * items * 2;
+          for (int idx = tid - 128; idx < items; idx += 256) {
+            const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
+            float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
+            for (int h = 0; h < G; ++h) {   // fixed group order: deterministic
+              const float4* src = first + (size_t)h * C * items * 2 + 2 * idx;
+              add4(s0, __ldcg(src));
+              add4(s1, __ldcg(src + 1));
+            }
+            store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
+          }
+          if (tid == 128) p.counters[tile * C + rank] = 0;   // ready for the next call
+        }
+      }
     }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies
@@ -790,23 +824,30 @@ inline int choose_mb(int M, int N, int K, int L, int num_sms) {
 
 template <int MBV> int max_active_clusters(int size);
 
-// B tile height and split per shape (mb, cluster out). The balanced split over all SMs is the default; a
-// cluster split is taken when the balanced one would split tiles (its fixup is serial at the end of the
-// kernel) and every cluster fits on the GPU at once with at most CLUSTER_MAX_EXTRA times its k-blocks per CTA.
-inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int& cluster) {
+// B tile height and split per shape (mb, cluster, groups out). The balanced split over all SMs is the default;
+// a cluster split is taken when the balanced one would split tiles (its fixup is serial at the end of the
+// kernel) and all G clusters of C CTAs of every tile fit on the GPU at once with at most CLUSTER_MAX_EXTRA
+// times its k-blocks per CTA: the fewest k-blocks per CTA wins, then one group rather than two.
+inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int& cluster, int& groups) {
   cluster = 1;
+  groups = 1;
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
   const int nk = K / BK;
   const long long tiles = (long long)((M + 127) / 128) * ((N + 64 * NUM_CWG * mb - 1) / (64 * NUM_CWG * mb)) * L;
   const double balanced = (double)(tiles * nk) / num_sms;   // k-blocks per SM of the balanced split
   if (balanced >= nk) return;                               // whole tiles per SM: little to fix up
-  for (int c = 2; c <= 8; c *= 2) {
-    if (nk < c) break;
-    const int fit = mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
-    if (tiles > fit) continue;
-    const double per_cta = (double)((nk + c - 1) / c);
-    if (per_cta <= balanced * CLUSTER_MAX_EXTRA) { cluster = c; return; }
-  }
+  int best = 0;
+  for (int g = 1; g <= 2; ++g)
+    for (int c = 2; c <= 8; c *= 2) {
+      if (nk < c * g) continue;
+      const int fit = mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
+      if (tiles * g > fit) continue;
+      const int per_cta = (nk + c * g - 1) / (c * g);
+      if (per_cta > balanced * CLUSTER_MAX_EXTRA || (best && per_cta >= best)) continue;
+      best = per_cta;
+      cluster = c;
+      groups = g;
+    }
 }
 
 // Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
@@ -869,8 +910,19 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
   s.L = L;
   s.nk = K / BK;
   s.total = (long long)s.tiles() * s.nk;
-  // cluster split-K: C CTAs per tile, CTA tile*C + r owns k-blocks [r*nk/C, (r+1)*nk/C) (Schedule::begin)
-  s.grid = p.cluster > 1 ? s.tiles() * p.cluster : (int)(s.total < num_sms ? s.total : num_sms);
+  // cluster split-K: C*G CTAs per tile, CTA tile*C*G + i owns k-blocks [i*nk/(C*G), (i+1)*nk/(C*G))
+  // (Schedule::begin); i = C*group + rank
+  s.grid = p.cluster > 1 ? s.tiles() * p.cluster * p.groups : (int)(s.total < num_sms ? s.total : num_sms);
+  if (p.cluster > 1 && p.groups > 1) {   // the groups' sums and counters must fit the caller's buffers
+    const long long ws_need = (long long)s.tiles() * p.groups * TILE_ROWS * B_ROWS * 4;
+    const long long counters_have = (long long)((M + 127) / 128) * ((N + 127) / 128) * L * NUM_CWG;
+    if (ws_need > (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16 ||
+        (long long)s.tiles() * p.cluster > counters_have) {
+      snprintf(err, err_len, "cluster split %d x %d groups: %lld tiles need more workspace or counters than "
+               "the launcher provides", p.cluster, p.groups, (long long)s.tiles());
+      return 5;
+    }
+  }
 
   CUtensorMap map_a, map_b;
   int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
@@ -911,7 +963,8 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
 // mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
 // cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2..8: every tile split
-// evenly over the C CTAs of a thread-block cluster (needs K/128 >= C).
+// evenly over the C CTAs of a thread-block cluster, or over `groups` (1 or 2) such clusters (needs
+// K/128 >= C * groups); groups is ignored unless cluster > 1.
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
   using namespace nvfp4::sm90;
   return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
@@ -926,7 +979,7 @@ extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
 }
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
                                  int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
-                                 char* err, int err_len) {
+                                 int groups, char* err, int err_len) {
   using namespace nvfp4;
   using namespace nvfp4::sm90;
   if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
@@ -946,16 +999,20 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   p.b_row_blocks = (N + 127) / 128;
   p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
   if (cluster == 0) {
-    choose_config(M, N, K, L, num_sms, mb, cluster);
+    choose_config(M, N, K, L, num_sms, mb, cluster, groups);
   } else if (cluster > 1) {
     if (mb == 0) mb = 2;
-    if (cluster > 8 || K / BK < cluster) {
-      snprintf(err, err_len, "cluster split of %d needs 2 <= C <= 8 and K/128 >= C (K=%d)", cluster, K);
+    if (cluster > 8 || groups < 1 || groups > 2 || K / BK < cluster * groups) {
+      snprintf(err, err_len, "cluster split of %d x %d groups needs 2 <= C <= 8, 1 <= G <= 2 and K/128 >= C*G "
+               "(K=%d)", cluster, groups, K);
       return 1;
     }
+  } else {
+    groups = 1;
   }
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
   p.cluster = cluster;
+  p.groups = groups;
   return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
 }
 """
@@ -971,7 +1028,7 @@ extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L);
 extern "C" int nvfp4_sm90_max_clusters(int mb, int size);
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
                                  int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
-                                 char* err, int err_len);
+                                 int groups, char* err, int err_len);
 
 long long sm90_workspace_bytes(int64_t num_sms) { return nvfp4_sm90_workspace_bytes((int)num_sms); }
 long long sm90_counter_count(int64_t M, int64_t N, int64_t L) { return nvfp4_sm90_counter_count((int)M, (int)N, (int)L); }
@@ -979,11 +1036,11 @@ int64_t sm90_max_clusters(int64_t mb, int64_t size) { return nvfp4_sm90_max_clus
 
 void sm90_gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c,
                torch::Tensor ws, torch::Tensor counters, int64_t M, int64_t N, int64_t K, int64_t L, int64_t num_sms,
-               int64_t mb, int64_t cluster) {
+               int64_t mb, int64_t cluster, int64_t groups) {
   char err[256] = {0};
   int r = nvfp4_sm90_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(), ws.data_ptr(),
                             (int*)counters.data_ptr(), (int)M, (int)N, (int)K, (int)L, (int)num_sms, (int)mb,
-                            (int)cluster, err, 256);
+                            (int)cluster, (int)groups, err, 256);
   TORCH_CHECK(r == 0, "nvfp4 sm90 gemm: ", err);
 }
 """
@@ -1036,7 +1093,7 @@ def _run_sm90(data: input_t) -> output_t:
     if entry is None or entry[1].numel() < int(mod.sm90_counter_count(M, N, L)):
         entry = _sm90_buffers(mod, c.device, M, N, L)
     ws, cnt, num_sms = entry
-    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms, 0, 0)
+    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms, 0, 0, 1)
     return c
 
 

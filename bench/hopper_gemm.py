@@ -188,31 +188,32 @@ def build_probe(mode, mb=None, defines=()):
                        cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
-def time_probe(mod, m, n, k, l, reps, mb=0, cluster=0):
+def time_probe(mod, m, n, k, l, reps, mb=0, cluster=0, groups=1):
     a, b, _, _, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 7)
     ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster), reps)
+    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups), reps)
 
 
-def check_mb(mod, mb, shapes, cluster=1):
-    """Bit-exactness of one forced configuration (mb = 1: 128-row B tiles, 2: 256 rows; cluster = 1: balanced split over all SMs,
-    C: tiles split over clusters of C CTAs) on a few shapes; a second call must give the same bits."""
+def check_mb(mod, mb, shapes, cluster=1, groups=1):
+    """Bit-exactness of one forced configuration (mb = 1: 128-row B tiles, 2: 256 rows; cluster = 1: balanced
+    split over all SMs, C: tiles split over `groups` clusters of C CTAs) on a few shapes; a second call must
+    give the same bits."""
     out = []
     for (m, n, k, l) in shapes:
-        if cluster > k // 128:
+        if cluster * groups > k // 128:
             continue
         a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 3)
         ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
         ws, cnt, sms = submission._SM90_CACHE[c.device.index]
         c.fill_(float("nan"))
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         first = c.clone()
         c.fill_(float("nan"))
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         ok = torch.equal(c.view(torch.int16), ref.view(torch.int16))
         same = torch.equal(c.view(torch.int16), first.view(torch.int16))
         out.append(ok and same)
-        print(f"mb={mb} cluster={cluster} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}"
+        print(f"mb={mb} cluster={cluster}x{groups} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}"
               f"{'' if same else ', REPEAT DIFFERS'}", flush=True)
     return all(out)
 
@@ -227,7 +228,8 @@ def main():
                     "NAME=MACRO=V[+MACRO=V...], timed with the per-shape configuration (and checked unless a "
                     "NVFP4_PROFILE_MODE is set), e.g. hints=NVFP4_L2_HINTS=1")
     ap.add_argument("--configs", default="", help="comma-separated MB:C configurations of the shipped build to "
-                    "force, check and time (MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster split-K)")
+                    "force, check and time (MB:C[:G]: MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster "
+                    "split-K over G = 1 or 2 clusters per tile)")
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
                     "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform, "
                     "16 empty kernel (launch cost), 32 no fixup/epilogue (ptxas then drops the unused wgmmas: combine "
@@ -266,7 +268,7 @@ def main():
         for mb in (1, 2):
             check_mb(mod, mb, small)
             for (m, n, k, l) in BENCH + BIG:
-                probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, mb, 1)))
+                probe_rows.append((f"forced MB={mb}", f"{m}x{n}x{k}", time_probe(mod, m, n, k, l, args.reps, mb, 1, 1)))
                 print(probe_rows[-1], flush=True)
     mod = submission._sm90_module()
     fits = {(mb, c): int(mod.sm90_max_clusters(mb, c)) for mb in (1, 2) for c in (2, 4, 8)}
@@ -279,9 +281,9 @@ def main():
         defines = tuple(d for d in defines if not d.startswith("NVFP4_PROFILE_MODE="))
         try:
             vmod = build_probe(mode, None, defines)
-            ok = check_mb(vmod, 0, [(128, 256, 256, 1), (200, 320, 384, 2), (128, 7168, 2048, 1)], 0) \
+            ok = check_mb(vmod, 0, [(128, 256, 256, 1), (200, 320, 384, 2), (128, 7168, 2048, 1)], 0, 1) \
                 if mode == 0 else None
-            times = [time_probe(vmod, m, n, k, l, args.reps, 0, 0) for (m, n, k, l) in BENCH + BIG]
+            times = [time_probe(vmod, m, n, k, l, args.reps, 0, 0, 1) for (m, n, k, l) in BENCH + BIG]
         except Exception as e:  # noqa: BLE001 - one bad variant must not hide the others
             print(f"variant {spec} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
             continue
@@ -293,15 +295,15 @@ def main():
         small = [(128, 256, 256, 1), (200, 320, 384, 2), (130, 1000, 1152, 1), (128, 7168, 2048, 1),
                  (2304, 4608, 7168, 1)]
         for spec in args.configs.split(","):
-            mb, cl = (int(x) for x in spec.split(":"))
+            mb, cl, gr = ([int(x) for x in spec.split(":")] + [1])[:3]
             try:
-                ok = check_mb(mod, mb, small, cl)
-                times = [time_probe(mod, m, n, k, l, args.reps, mb, cl) for (m, n, k, l) in BENCH + BIG]
+                ok = check_mb(mod, mb, small, cl, gr)
+                times = [time_probe(mod, m, n, k, l, args.reps, mb, cl, gr) for (m, n, k, l) in BENCH + BIG]
             except Exception as e:  # noqa: BLE001 - one bad configuration must not hide the others
                 print(f"config {spec} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
                 continue
             config_rows.append((spec, ok, times))
-            print(f"config MB={mb} C={cl}: {'exact' if ok else 'NOT EXACT'} " +
+            print(f"config MB={mb} C={cl} G={gr}: {'exact' if ok else 'NOT EXACT'} " +
                   " / ".join(f"{t:.1f}" for t in times), flush=True)
     if args.probes:
         specs = args.probes.split(",")   # MODE or MODE:MB
@@ -338,7 +340,7 @@ def main():
     if config_rows:
         print("forced configurations (us): " + " / ".join(names))
         for spec, ok, times in config_rows:
-            print(f"  MB:C {spec:5s} {'exact' if ok else 'NOT EXACT':9s} " + " ".join(f"{t:8.1f}" for t in times))
+            print(f"  MB:C:G {spec:7s} {'exact' if ok else 'NOT EXACT':9s} " + " ".join(f"{t:8.1f}" for t in times))
     print(f"device: {dev}; bf16 peak measured {peak:.0f} TFLOP/s; trivial kernel {triv:.1f} us; "
           f"times are medians of {args.reps} (us), L2 flushed")
     hdr = (f"{'M x N x K':>18s} {'ours':>8s} {'cuBLAS bf16':>11s} {'cuBLAS fp8':>10s} {'bf16 floor':>10s} "

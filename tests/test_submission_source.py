@@ -112,10 +112,12 @@ def test_sm90_bit_exact(shape):
     assert torch.equal(out.view(torch.int16), ref.view(torch.int16))
 
 
-# (M, N, K, L, MB, C): tiles split over clusters of C CTAs, reduced through distributed shared memory; odd
-# k-block counts (uneven ranges), ragged M and N, L > 1, and C equal to the number of k-blocks
-CLUSTER_CASES = [(128, 7168, 2048, 1, 1, 2), (200, 320, 384, 2, 1, 2), (130, 1000, 1152, 1, 1, 4),
-                 (130, 1000, 1152, 1, 2, 8), (64, 96, 256, 1, 2, 2), (256, 7168, 2048, 1, 2, 4)]
+# (M, N, K, L, MB, C, G): tiles split over G clusters of C CTAs, reduced through distributed shared memory and
+# (G = 2) the workspace; odd k-block counts (uneven ranges), ragged M and N, L > 1, and C*G equal to the number
+# of k-blocks
+CLUSTER_CASES = [(128, 7168, 2048, 1, 1, 2, 1), (200, 320, 384, 2, 1, 2, 1), (130, 1000, 1152, 1, 1, 4, 1),
+                 (130, 1000, 1152, 1, 2, 8, 1), (64, 96, 256, 1, 2, 2, 1), (256, 7168, 2048, 1, 2, 4, 1),
+                 (128, 4096, 7168, 1, 1, 2, 2), (200, 320, 512, 2, 1, 2, 2), (130, 1000, 1152, 1, 2, 4, 2)]
 
 
 @pytest.mark.gpu
@@ -126,7 +128,7 @@ def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
     sys.path.insert(0, ROOT)
     import reference
     import submission
-    m, n, k, l, mb, cluster = case
+    m, n, k, l, mb, cluster, groups = case
     a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 99)
     ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
     mod = submission._sm90_module()
@@ -134,7 +136,7 @@ def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
     outs = []
     for _ in range(2):
         c.fill_(float("nan"))
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         torch.cuda.synchronize()
         outs.append(c.clone())
     assert torch.equal(outs[0].view(torch.int16), ref.view(torch.int16))
@@ -151,8 +153,10 @@ def test_sm90_cluster_split_larger_than_the_k_blocks_is_refused_in_one_line():
     a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(128, 256, 256, 1, 5)
     mod = submission._sm90_module()
     ws, cnt, sms = submission._sm90_buffers(mod, c.device, 128, 256, 1)
-    with pytest.raises(RuntimeError, match=r"cluster split of 4 needs .*K/128 >= C \(K=256\)"):
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 4)
+    with pytest.raises(RuntimeError, match=r"cluster split of 4 x 1 groups needs .*K/128 >= C\*G \(K=256\)"):
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 4, 1)
+    with pytest.raises(RuntimeError, match=r"cluster split of 2 x 2 groups needs .*\(K=256\)"):
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 2, 2)
 
 
 def test_every_generated_region_of_submission_py_matches_its_kernel_source(tmp_path):
