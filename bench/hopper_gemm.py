@@ -296,12 +296,16 @@ def main():
                  (2304, 4608, 7168, 1)]
         for spec in args.configs.split(","):
             mb, cl, gr = ([int(x) for x in spec.split(":")] + [1])[:3]
-            try:
-                ok = check_mb(mod, mb, small, cl, gr)
-                times = [time_probe(mod, m, n, k, l, args.reps, mb, cl, gr) for (m, n, k, l) in BENCH + BIG]
-            except Exception as e:  # noqa: BLE001 - one bad configuration must not hide the others
-                print(f"config {spec} failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
-                continue
+            def attempt(what, fn):  # one refused shape must not hide the others
+                try:
+                    return fn()
+                except Exception as e:  # noqa: BLE001
+                    print(f"config {spec} {what}: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
+                    return None
+            ok = attempt("check", lambda: check_mb(mod, mb, small, cl, gr))
+            times = [attempt(f"{m}x{n}x{k}", lambda m=m, n=n, k=k, l=l: time_probe(mod, m, n, k, l, args.reps, mb, cl, gr))
+                     for (m, n, k, l) in BENCH + BIG]
+            times = [float("nan") if t is None else t for t in times]
             config_rows.append((spec, ok, times))
             print(f"config MB={mb} C={cl} G={gr}: {'exact' if ok else 'NOT EXACT'} " +
                   " / ".join(f"{t:.1f}" for t in times), flush=True)
