@@ -42,6 +42,8 @@ Hopper kernel design (one CTA per SM, 512 threads = 4 warpgroups):
     every tile fits on the GPU at once as a thread-block cluster of C CTAs, each CTA takes 1/C of a
     tile's k-blocks; the parts meet in the CTAs' shared memory and each CTA sums 1/C of the tile's rows
     over the C parts in rank order (distributed shared memory), instead of the serial fixup at the end.
+    Where not enough clusters fit (128x4096x7168), a tile is split over two clusters whose sums meet in the
+    workspace; the second to arrive adds them in order.
 """
 
 import torch
