@@ -175,7 +175,7 @@ def trivial_kernel_us(reps):
 def build_probe(mode, mb=None, defines=()):
     """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
     mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape.
-    defines: more NAME=VALUE macros of the kernel sources (experiments such as NVFP4_L2_HINTS=1)."""
+    defines: more NAME=VALUE macros of the kernel sources (an experiment switch added to the sources for a trial)."""
     from torch.utils.cpp_extension import load_inline
     # the probes live in the kernel sources only (kernels/generate.py resolves them out of submission.py)
     kernels = os.path.join(ROOT, "kernels")
@@ -230,7 +230,7 @@ def main():
     ap.add_argument("--mb-sweep", action="store_true", help="also check and time both B tile heights (128/256 rows)")
     ap.add_argument("--variants", default="", help="comma-separated builds of the kernel sources, each "
                     "NAME=MACRO=V[+MACRO=V...], timed with the per-shape configuration (and checked unless a "
-                    "NVFP4_PROFILE_MODE is set), e.g. hints=NVFP4_L2_HINTS=1")
+                    "NVFP4_PROFILE_MODE is set), e.g. loads=NVFP4_PROFILE_MODE=46")
     ap.add_argument("--configs", default="", help="comma-separated MB:C configurations of the shipped build to "
                     "force, check and time (MB:C[:G]: MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster "
                     "split-K over G = 1 or 2 clusters per tile)")
