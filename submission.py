@@ -263,6 +263,10 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
+#ifndef NVFP4_UNIFORM_ROLES
+#define NVFP4_UNIFORM_ROLES 0   // 1: the warp index is broadcast from lane 0, so ptxas treats the role branches as
+                                // warp-uniform (descriptor arithmetic on the uniform datapath, fewer R2UR)
+#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -286,7 +290,11 @@ struct Cfg {
   // 32 KB decoded A tile, so 256-row tiles get 3 stages.
   static constexpr int RAW_STAGES = A16 && MB == 2 ? 3 : 4;
   static constexpr int ACT_STAGES = A16 ? 1 : MB == 2 ? 2 : 3;   // decoded A buffers (none used with A16)
-  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
+  // setmaxnreg: 128*(24+56) + 256*216 = 64K; with uniform roles the consumers need 224 (else ptxas
+  // serializes the wgmmas of 256-row tiles, C7512), which leaves the transform 40
+  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = NVFP4_UNIFORM_ROLES == 1 ? 40 : 56;
+  static constexpr int CONSUMER_REGS = NVFP4_UNIFORM_ROLES == 1 ? 224 : 216;
+  static_assert(128 * (PRODUCER_REGS + TRANSFORM_REGS) + 256 * CONSUMER_REGS <= 65536, "register file");
   static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
   static constexpr int RAW_A = B_ROWS * BK_BYTES;                  // fp4 A (without A16) ...
   static constexpr int RAW_SB = RAW_A + (A16 ? 0 : TILE_ROWS * BK_BYTES);  // 2 x 1024: B scale tiles of two 128-row blocks
@@ -447,11 +455,15 @@ __device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint3
 // unswizzled. Used by the transform warpgroup (into shared memory) and by decode_a_kernel (into global).
 template <typename Store>
 __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
-  uint32_t sc[8];
-#pragma unroll
-  for (int b = 0; b < 8; ++b) sc[b] = scale_x2(((b < 4 ? sc0 : sc1) >> (8 * (b & 3))) & 0xFF);
+  uint32_t sc[4];                      // the scales of one half (ks 0-3: scale bytes 0, 2, 4, 6; ks 4-7: 1, 3, 5, 7)
 #pragma unroll
   for (int ks = 0; ks < 8; ++ks) {     // k16 step
+    if ((ks & 3) == 0)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int b = 2 * t + (ks >> 2);
+        sc[t] = scale_x2(((b < 4 ? sc0 : sc1) >> (8 * (b & 3))) & 0xFF);
+      }
     const int q = ks >> 1;             // word inside each 16-byte chunk
 #pragma unroll
     for (int h = 0; h < 2; ++h) {      // slots 0-7 / 8-15 of the k16 step
@@ -459,7 +471,7 @@ __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, 
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const uint32_t w = word(v[t], q);
-        const uint32_t s2 = sc[2 * t + (ks >> 2)];
+        const uint32_t s2 = sc[t];
         const int pi = 2 * (ks & 1) + h;
         o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
       }
@@ -511,7 +523,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
   int* fix_flag = (int*)(act_empty + ACT_STAGES);
 
   const int tid = threadIdx.x;
-  const int warp = tid >> 5, lane = tid & 31;
+  const int warp = NVFP4_UNIFORM_ROLES == 1 ? __shfl_sync(0xffffffffu, tid >> 5, 0) : tid >> 5, lane = tid & 31;
   const Schedule& sch = p.sch;
   const int cta = blockIdx.x;
   // (iteration range computed inside each role, after its setmaxnreg: nothing lives across it)
@@ -535,8 +547,8 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
     NVFP4_ITER_RANGE
     const int r = tid;  // row of the A tile
-    for (long long it = it_begin; it < (A16 ? it_begin : it_end); ++it) {
-      const int j = (int)(it - it_begin);
+    const int n_it = A16 ? 0 : (int)(it_end - it_begin);   // 32-bit counter: the transform is short of registers
+    for (int j = 0; j < n_it; ++j) {
       const int s = j % RAW_STAGES;
       const int as = j % ACT_STAGES;
       mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
@@ -594,7 +606,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
         const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
         const uint32_t act = A16 ? st + RAW_A16 : sbase + OFF_ACT + as * ACT_STAGE_BYTES;
+#if NVFP4_UNIFORM_ROLES == 2
+        const uint64_t dbase = sw128_desc(__shfl_sync(0xffffffffu, act, 0));   // uniform: descriptors in URs
+#else
         const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
+#endif
 
 #pragma unroll
         for (int b = 0; b < MB; ++b) {
