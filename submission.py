@@ -135,6 +135,23 @@ __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
                :: "r"(smem_u32(bar)), "r"((uint32_t)pred) : "memory");
 }
+// The same on a 32-bit shared-window address: no generic-to-shared conversion per call (in a kernel that
+// may run in a cluster, each conversion re-reads the CTA's rank in the cluster).
+__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
+               :: "r"(bar), "r"((uint32_t)pred) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "LAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\n"
+      "bra LAB_WAIT;\n"
+      "DONE:\n"
+      "}\n" :: "r"(bar), "r"(parity) : "memory");
+}
 // wait until the phase with parity `parity` has completed
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   asm volatile(
@@ -263,10 +280,6 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
-#ifndef NVFP4_UNIFORM_ROLES
-#define NVFP4_UNIFORM_ROLES 0   // 1: the warp index is broadcast from lane 0, so ptxas treats the role branches as
-                                // warp-uniform (descriptor arithmetic on the uniform datapath, fewer R2UR)
-#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -281,29 +294,21 @@ constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;  // 32768
 constexpr int EPI_LD = 72;                         // halves per row of the epilogue buffer
 constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;  // per consumer warpgroup (one m64 block at a time)
 
-template <int MB_, bool A16_>
+template <int MB_>
 struct Cfg {
   static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
-  static constexpr bool A16 = A16_;                    // A arrives decoded (fp16, by decode_a_kernel) through TMA
   static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
-  // TMA ring depth (fp4 + scales; 5 or 6 for MB = 1 measured no faster). With A16 a stage also holds the
-  // 32 KB decoded A tile, so 256-row tiles get 3 stages.
-  static constexpr int RAW_STAGES = A16 && MB == 2 ? 3 : 4;
-  static constexpr int ACT_STAGES = A16 ? 1 : MB == 2 ? 2 : 3;   // decoded A buffers (none used with A16)
-  // setmaxnreg: 128*(24+56) + 256*216 = 64K; with uniform roles the consumers need 224 (else ptxas
-  // serializes the wgmmas of 256-row tiles, C7512), which leaves the transform 40
-  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = NVFP4_UNIFORM_ROLES == 1 ? 40 : 56;
-  static constexpr int CONSUMER_REGS = NVFP4_UNIFORM_ROLES == 1 ? 224 : 216;
-  static_assert(128 * (PRODUCER_REGS + TRANSFORM_REGS) + 256 * CONSUMER_REGS <= 65536, "register file");
+  static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales); 5 or 6 for MB = 1 measured no faster
+  static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
+  static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
   static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
-  static constexpr int RAW_A = B_ROWS * BK_BYTES;                  // fp4 A (without A16) ...
-  static constexpr int RAW_SB = RAW_A + (A16 ? 0 : TILE_ROWS * BK_BYTES);  // 2 x 1024: B scale tiles of two 128-row blocks
-  static constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;       // ... and its scales (without A16)
-  static constexpr int RAW_A16 = RAW_SB + 2 * SF_STAGE_BYTES;      // decoded A, laid out as one act stage (A16)
-  static constexpr int RAW_STAGE_BYTES = A16 ? RAW_A16 + ACT_STAGE_BYTES : RAW_SA + SF_STAGE_BYTES;
+  static constexpr int RAW_A = B_ROWS * BK_BYTES;
+  static constexpr int RAW_SB = RAW_A + TILE_ROWS * BK_BYTES;      // 2 x 1024: B scale tiles of two 128-row blocks
+  static constexpr int RAW_SA = RAW_SB + 2 * SF_STAGE_BYTES;
+  static constexpr int RAW_STAGE_BYTES = RAW_SA + SF_STAGE_BYTES;
   static constexpr int OFF_RAW = 0;
   static constexpr int OFF_ACT = OFF_RAW + RAW_STAGES * RAW_STAGE_BYTES;
-  static constexpr int OFF_EPI = OFF_ACT + (A16 ? 0 : ACT_STAGES * ACT_STAGE_BYTES);
+  static constexpr int OFF_EPI = OFF_ACT + ACT_STAGES * ACT_STAGE_BYTES;
   static constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
   static constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;          // + barriers + alignment slack
   static constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;         // one consumer warpgroup's (64*MB) x 128 partial
@@ -312,23 +317,21 @@ struct Cfg {
   static constexpr int PART_LD = B_ROWS + 4;
   static constexpr int PART_BYTES = TILE_ROWS * PART_LD * 4;
   static_assert(MB == 1 || MB == 2, "MB");
-  static_assert(RAW_STAGE_BYTES % 1024 == 0 && RAW_A16 % 1024 == 0, "stage alignment (128B swizzle)");
+  static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
   static_assert(SMEM_BYTES <= 232448, "shared memory");
   static_assert(PART_BYTES <= OFF_EPI, "cluster partial must fit in the stage buffers");
 };
-#define NVFP4_SM90_CFG(MBV, A16V)                                                                        \
-  using CfgT = Cfg<MBV, A16V>;                                                                              \
-  constexpr bool A16 = A16V;                                                                                \
-  constexpr int MB = CfgT::MB, B_ROWS = CfgT::B_ROWS, RAW_STAGES = CfgT::RAW_STAGES;                        \
-  constexpr int ACT_STAGES = CfgT::ACT_STAGES, PRODUCER_REGS = CfgT::PRODUCER_REGS;                         \
-  constexpr int TRANSFORM_REGS = CfgT::TRANSFORM_REGS, CONSUMER_REGS = CfgT::CONSUMER_REGS;                 \
-  constexpr int RAW_B = CfgT::RAW_B, RAW_A = CfgT::RAW_A, RAW_SB = CfgT::RAW_SB, RAW_A16 = CfgT::RAW_A16;   \
-  constexpr int RAW_SA = CfgT::RAW_SA, RAW_STAGE_BYTES = CfgT::RAW_STAGE_BYTES;                             \
-  constexpr int OFF_RAW = CfgT::OFF_RAW, OFF_ACT = CfgT::OFF_ACT, OFF_EPI = CfgT::OFF_EPI;                  \
-  constexpr int OFF_BAR = CfgT::OFF_BAR, WS_FLOAT4_PER_UNIT = CfgT::WS_FLOAT4_PER_UNIT;                     \
-  constexpr int PART_LD = CfgT::PART_LD;                                                                    \
-  (void)PART_LD; (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS;    \
-  (void)RAW_B; (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT; (void)A16; (void)RAW_A16;
+#define NVFP4_SM90_CFG(MBV)                                                                                  \
+  constexpr int MB = Cfg<MBV>::MB, B_ROWS = Cfg<MBV>::B_ROWS, RAW_STAGES = Cfg<MBV>::RAW_STAGES;            \
+  constexpr int ACT_STAGES = Cfg<MBV>::ACT_STAGES, PRODUCER_REGS = Cfg<MBV>::PRODUCER_REGS;                 \
+  constexpr int TRANSFORM_REGS = Cfg<MBV>::TRANSFORM_REGS, CONSUMER_REGS = Cfg<MBV>::CONSUMER_REGS;         \
+  constexpr int RAW_B = Cfg<MBV>::RAW_B, RAW_A = Cfg<MBV>::RAW_A, RAW_SB = Cfg<MBV>::RAW_SB;                \
+  constexpr int RAW_SA = Cfg<MBV>::RAW_SA, RAW_STAGE_BYTES = Cfg<MBV>::RAW_STAGE_BYTES;                     \
+  constexpr int OFF_RAW = Cfg<MBV>::OFF_RAW, OFF_ACT = Cfg<MBV>::OFF_ACT, OFF_EPI = Cfg<MBV>::OFF_EPI;      \
+  constexpr int OFF_BAR = Cfg<MBV>::OFF_BAR, WS_FLOAT4_PER_UNIT = Cfg<MBV>::WS_FLOAT4_PER_UNIT;             \
+  constexpr int PART_LD = Cfg<MBV>::PART_LD;                                                                \
+  (void)PART_LD; (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
+  (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT;
 
 struct Params {
   const uint8_t* sfa;   // blocked scales of A (batch stride sfa_batch bytes)
@@ -451,8 +454,7 @@ __device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint3
 
 // One A row of one 128-k stage -> fp16 (value * scale * 2^-7) in the K permutation, as wgmma's shared
 // operand wants it: v = the row's 64 fp4 bytes in memory order, sc0 / sc1 = its scale bytes 0-3 / 4-7.
-// store(atom, chunk, o0..o3) gets 16-byte chunk `chunk` (0-7) of 64-k atom `atom` (0-1) of the row,
-// unswizzled. Used by the transform warpgroup (into shared memory) and by decode_a_kernel (into global).
+// store(atom, chunk, o0..o3) gets 16-byte chunk `chunk` (0-7) of 64-k atom `atom` (0-1) of the row, unswizzled.
 template <typename Store>
 __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
   uint32_t sc[4];                      // the scales of one half (ks 0-3: scale bytes 0, 2, 4, 6; ks 4-7: 1, 3, 5, 7)
@@ -505,13 +507,11 @@ __device__ __forceinline__ void add4(float4& s, const float4& u) {
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------------------
-// A16V: map_a is the decoded A of decode_a_kernel (one 256-row box = one act stage) and the transform
-// warpgroup idles; otherwise map_a is the fp4 A and the transform decodes it into the act buffers.
-template <int MBV, bool A16V>
+template <int MBV>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMap map_a,
             const __grid_constant__ CUtensorMap map_b) {
-  NVFP4_SM90_CFG(MBV, A16V)
+  NVFP4_SM90_CFG(MBV)
   extern __shared__ __align__(16) uint8_t smem_raw[];
   // keep the pointer derived from smem_raw (shared window) while aligning to 1024 B
   uint8_t* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
@@ -523,7 +523,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
   int* fix_flag = (int*)(act_empty + ACT_STAGES);
 
   const int tid = threadIdx.x;
-  const int warp = NVFP4_UNIFORM_ROLES == 1 ? __shfl_sync(0xffffffffu, tid >> 5, 0) : tid >> 5, lane = tid & 31;
+  const int warp = tid >> 5, lane = tid & 31;
   const Schedule& sch = p.sch;
   const int cta = blockIdx.x;
   // (iteration range computed inside each role, after its setmaxnreg: nothing lives across it)
@@ -535,7 +535,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
   if (tid == 0) {
     for (int s = 0; s < RAW_STAGES; ++s) {
       mbar_init(&raw_full[s], 1);
-      mbar_init(&raw_empty[s], (A16 ? 0 : 4) + 4 * NUM_CWG);   // every transform and consumer warp
+      mbar_init(&raw_empty[s], 4 + 4 * NUM_CWG);   // every transform and consumer warp
     }
     for (int s = 0; s < ACT_STAGES; ++s) { mbar_init(&act_full[s], 4); mbar_init(&act_empty[s], 4 * NUM_CWG); }
     fence_mbar_init();
@@ -547,8 +547,8 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
     NVFP4_ITER_RANGE
     const int r = tid;  // row of the A tile
-    const int n_it = A16 ? 0 : (int)(it_end - it_begin);   // 32-bit counter: the transform is short of registers
-    for (int j = 0; j < n_it; ++j) {
+    for (long long it = it_begin; it < it_end; ++it) {
+      const int j = (int)(it - it_begin);
       const int s = j % RAW_STAGES;
       const int as = j % ACT_STAGES;
       mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
@@ -585,8 +585,12 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     // of the next group runs while the previous one is on the tensor cores; wait_group<1> before a decode
     // guarantees the group that last read that buffer has finished (RS wgmma reads registers late).
     uint32_t frag[2][4][4];
-    int act_pending = -1;   // act stage (with A16: raw stage) whose last wgmma group may still be running
-    uint64_t* const release = A16 ? raw_empty : act_empty;   // freed once that group is done
+    int act_pending = -1;   // act stage whose last wgmma group may still be running
+    // barriers as 32-bit shared addresses (8 bytes each), computed once
+    const uint32_t raw_full_u = smem_u32(raw_full), raw_empty_u = raw_full_u + 8 * RAW_STAGES;
+    const uint32_t act_full_u = raw_empty_u + 8 * RAW_STAGES, act_empty_u = act_full_u + 8 * ACT_STAGES;
+    int s = 0, as = 0;             // raw and act stage of the next k-block ...
+    uint32_t ph = 0, aph = 0;      // ... and the parity of their current round
 
     long long it = it_begin;
     while (it < it_end) {
@@ -599,18 +603,14 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
 
-      for (; it < seg_end; ++it) {
-        const int j = (int)(it - it_begin);
-        const int s = j % RAW_STAGES;
-        const int as = j % ACT_STAGES;
-        mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
+      for (int kq = (int)(seg_end - it); kq > 0; --kq) {
+        mbar_wait(raw_full_u + 8 * s, ph);
         const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
-        const uint32_t act = A16 ? st + RAW_A16 : sbase + OFF_ACT + as * ACT_STAGE_BYTES;
-#if NVFP4_UNIFORM_ROLES == 2
-        const uint64_t dbase = sw128_desc(__shfl_sync(0xffffffffu, act, 0));   // uniform: descriptors in URs
-#else
-        const uint64_t dbase = sw128_desc(act);   // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom
-#endif
+        const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
+        // k16 step ks: +32 B inside the atom, +ACT_ATOM_BYTES per atom. Broadcast from lane 0 so that ptxas
+        // knows the address is warp-uniform and keeps the descriptors in uniform registers (measured 1-4 %
+        // faster than converting each one with R2UR)
+        const uint64_t dbase = sw128_desc(__shfl_sync(0xffffffffu, act, 0));
 
 #pragma unroll
         for (int b = 0; b < MB; ++b) {
@@ -624,9 +624,9 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             sb[h] = lds16(st + RAW_SB + (r >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
                           sf_inblock_offset(r & 127, 2 * (t & 1)));
           }
-          if (!A16 && b == MB - 1) {   // everything of the raw stage is in registers (with A16 its A is not)
+          if (b == MB - 1) {   // everything of the raw stage is in registers
             __syncwarp();
-            mbar_arrive_if(&raw_empty[s], lane == 0);
+            mbar_arrive_if(raw_empty_u + 8 * s, lane == 0);
           }
 #pragma unroll
           for (int kh = 0; kh < 2; ++kh) {       // k steps 4kh..4kh+3 = scale column kh of each row
@@ -634,7 +634,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             keep(frag[kh][0]); keep(frag[kh][1]); keep(frag[kh][2]); keep(frag[kh][3]);
             if (b == 0 && kh == 1) {             // ...and so is every group of the previous stage
               __syncwarp();
-              mbar_arrive_if(&release[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+              mbar_arrive_if(act_empty_u + 8 * (act_pending < 0 ? 0 : act_pending), lane == 0 && act_pending >= 0);
             }
             const uint32_t a0 = scale_x2((sb[0] >> (8 * kh)) & 0xFF);
             const uint32_t a1 = scale_x2((sb[1] >> (8 * kh)) & 0xFF);
@@ -645,7 +645,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
               if ((kk & 1) == 0) decode_step<0>(frag[kh][kk], w0, w1, a0, a1);
               else decode_step<2>(frag[kh][kk], w0, w1, a0, a1);
             }
-            if (!A16 && b == 0 && kh == 0) mbar_wait(&act_full[as], (j / ACT_STAGES) & 1);
+            if (b == 0 && kh == 0) mbar_wait(act_full_u + 8 * as, aph);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
@@ -653,13 +653,16 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             wgmma_commit();
           }
         }
-        act_pending = A16 ? s : as;
+        act_pending = as;
+        if (++s == RAW_STAGES) { s = 0; ph ^= 1; }
+        if (++as == ACT_STAGES) { as = 0; aph ^= 1; }
       }
+      it = seg_end;
       wgmma_wait<0>();
 #pragma unroll
       for (int b = 0; b < MB; ++b) keep_acc(acc[b]);
       __syncwarp();
-      mbar_arrive_if(&release[act_pending < 0 ? 0 : act_pending], lane == 0 && act_pending >= 0);
+      mbar_arrive_if(act_empty_u + 8 * (act_pending < 0 ? 0 : act_pending), lane == 0 && act_pending >= 0);
       act_pending = -1;
       // ---------------------------------------------------------------- epilogue of this tile
       int l, nt, mt;
@@ -828,50 +831,18 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
         const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
-        mbar_expect_tx(&raw_full[s], B_ROWS * BK_BYTES + nsb * SF_STAGE_BYTES +
-                                         (A16 ? ACT_STAGE_BYTES : TILE_ROWS * BK_BYTES + SF_STAGE_BYTES));
+        mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
         tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
-        if (A16)   // decoded A of (l, mt, kb): rows [chunk * 256, +256) of the 128-byte-wide a16 tensor
-          tma_load_2d(st + RAW_A16, &map_a, &raw_full[s], 0, (int)((((long long)l * sch.m_tiles + mt) * nk + kb) * 256));
-        else
-          tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
         for (int i = 0; i < nsb; ++i)
           bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
                     p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
                     SF_STAGE_BYTES, &raw_full[s]);
-        if (!A16)
-          bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                    SF_STAGE_BYTES, &raw_full[s]);
+        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                  SF_STAGE_BYTES, &raw_full[s]);
       }
     }
   }
-}
-
-// A16 prologue: A decoded once per call instead of once per B tile. Block `chunk` = (l * m_tiles + mt) * nk + kb
-// writes rows [chunk * 256, +256) of the 128-byte-wide a16 tensor: atom 0 (k 0-63) of the tile's 128 rows,
-// then atom 1, each row the unswizzled image of the act buffer's row; rows past M are zeros.
-__global__ void __launch_bounds__(TILE_ROWS)
-decode_a_kernel(const uint8_t* __restrict__ a, const uint8_t* __restrict__ sfa, uint4* __restrict__ a16,
-                int M, int K, int m_tiles, int nk, int kb64, uint64_t sfa_batch) {
-  const long long chunk = blockIdx.x;
-  const int kb = (int)(chunk % nk);
-  const long long t = chunk / nk;
-  const int mt = (int)(t % m_tiles), l = (int)(t / m_tiles);
-  const int r = threadIdx.x, m = mt * TILE_ROWS + r;
-  uint4 v[4] = {};
-  uint32_t sc0 = 0, sc1 = 0;
-  if (m < M) {
-    const uint4* row = (const uint4*)(a + ((size_t)l * M + m) * (size_t)(K / 2) + (size_t)kb * BK_BYTES);
-#pragma unroll
-    for (int c = 0; c < 4; ++c) v[c] = __ldg(row + c);
-    const uint8_t* sf = sfa + l * sfa_batch + sf_block_offset(mt, kb * (BK / 64), kb64) + sf_inblock_offset(r, 0);
-    sc0 = __ldg((const uint32_t*)sf);
-    sc1 = __ldg((const uint32_t*)(sf + SF_BLOCK_BYTES));
-  }
-  uint4* dst = a16 + (size_t)chunk * (2 * TILE_ROWS * 8) + r * 8;
-  decode_a_row(v, sc0, sc1, [&](int atom, int ch, uint32_t o0, uint32_t o1, uint32_t o2, uint32_t o3) {
-    dst[atom * TILE_ROWS * 8 + ch] = make_uint4(o0, o1, o2, o3);
-  });
 }
 
 }  // namespace sm90
@@ -890,23 +861,13 @@ inline int choose_mb(int M, int N, int K, int L, int num_sms) {
   return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
 }
 
-// Pre-decode A (decode_a_kernel) for this shape? Not yet measured: off.
-inline bool choose_a16(int M, int N, int K, int L) {
-  (void)M; (void)N; (void)K; (void)L;
-  return false;
-}
-
-template <int MBV, bool A16V> int max_active_clusters(int size);
-inline int max_active_clusters_of(int mb, bool a16, int size) {
-  return mb == 2 ? (a16 ? max_active_clusters<2, true>(size) : max_active_clusters<2, false>(size))
-                 : (a16 ? max_active_clusters<1, true>(size) : max_active_clusters<1, false>(size));
-}
+template <int MBV> int max_active_clusters(int size);
 
 // B tile height and split per shape (mb, cluster, groups out). The balanced split over all SMs is the default;
 // a cluster split is taken when the balanced one would split tiles (its fixup is serial at the end of the
 // kernel) and all G clusters of C CTAs of every tile fit on the GPU at once with at most CLUSTER_MAX_EXTRA
 // times its k-blocks per CTA: the fewest k-blocks per CTA wins, then one group rather than two.
-inline void choose_config(int M, int N, int K, int L, int num_sms, bool a16, int& mb, int& cluster, int& groups) {
+inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int& cluster, int& groups) {
   cluster = 1;
   groups = 1;
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
@@ -918,7 +879,7 @@ inline void choose_config(int M, int N, int K, int L, int num_sms, bool a16, int
   for (int g = 1; g <= 2; ++g)
     for (int c = 2; c <= 8; c *= 2) {
       if (nk < c * g) continue;
-      const int fit = max_active_clusters_of(mb, a16, c);
+      const int fit = mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
       if (tiles * g > fit) continue;
       const int per_cta = (nk + c * g - 1) / (c * g);
       if (per_cta > balanced * CLUSTER_MAX_EXTRA || (best && per_cta >= best)) continue;
@@ -930,45 +891,45 @@ inline void choose_config(int M, int N, int K, int L, int num_sms, bool a16, int
 
 // Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
 // symbol, so a second build of this file loaded in the same process would skip the attribute for its kernel.
-static bool g_smem_attr_done[3][2] = {};
+static bool g_smem_attr_done[3] = {false, false, false};
 
-template <int MBV, bool A16V>
+template <int MBV>
 int set_smem_attr(char* err, int err_len) {
-  if (!g_smem_attr_done[MBV][A16V]) {
-    cudaError_t e = cudaFuncSetAttribute(gemm_kernel<MBV, A16V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         Cfg<MBV, A16V>::SMEM_BYTES);
+  if (!g_smem_attr_done[MBV]) {
+    cudaError_t e =
+        cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<MBV>::SMEM_BYTES);
     if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(gemm_kernel<MBV, A16V>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      e = cudaFuncSetAttribute(gemm_kernel<MBV>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) {
       snprintf(err, err_len, "cudaFuncSetAttribute: %s", cudaGetErrorString(e));
       return 3;
     }
-    g_smem_attr_done[MBV][A16V] = true;
+    g_smem_attr_done[MBV] = true;
   }
   return 0;
 }
 
 // How many clusters of `size` CTAs of gemm_kernel<MBV> fit on the GPU at once (0 if none or on error);
 // cached per (MB, size) since it depends only on the device and the kernel.
-static int g_max_clusters[3][2][17];
-template <int MBV, bool A16V>
+static int g_max_clusters[3][17];
+template <int MBV>
 int max_active_clusters(int size) {
   if (size < 1 || size > 16) return 0;
-  int& cached = g_max_clusters[MBV][A16V][size];
+  int& cached = g_max_clusters[MBV][size];
   if (cached == 0) {
     char err[128];
-    if (set_smem_attr<MBV, A16V>(err, sizeof err) != 0) return 0;
+    if (set_smem_attr<MBV>(err, sizeof err) != 0) return 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(size, 1, 1);
     cfg.blockDim = dim3(THREADS, 1, 1);
-    cfg.dynamicSmemBytes = Cfg<MBV, A16V>::SMEM_BYTES;
+    cfg.dynamicSmemBytes = Cfg<MBV>::SMEM_BYTES;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = size; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, gemm_kernel<MBV, A16V>, &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, gemm_kernel<MBV>, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();
       n = -1;   // remembered: this size cannot be launched
     }
@@ -977,10 +938,10 @@ int max_active_clusters(int size) {
   return cached < 0 ? 0 : cached;
 }
 
-template <int MBV, bool A16V>
-int launch(const void* a, const void* b, const void* a16, Params& p, int num_sms, char* err, int err_len) {
-  constexpr int B_ROWS = Cfg<MBV, A16V>::B_ROWS;
-  constexpr int SMEM_BYTES = Cfg<MBV, A16V>::SMEM_BYTES;
+template <int MBV>
+int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int err_len) {
+  constexpr int B_ROWS = Cfg<MBV>::B_ROWS;
+  constexpr int SMEM_BYTES = Cfg<MBV>::SMEM_BYTES;
   const int M = p.M, N = p.N, K = p.K, L = p.L;
   Schedule& s = p.sch;
   s.m_tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
@@ -994,7 +955,7 @@ int launch(const void* a, const void* b, const void* a16, Params& p, int num_sms
   if (p.cluster > 1 && p.groups > 1) {   // the groups' sums and counters must fit the caller's buffers
     const long long ws_need = (long long)s.tiles() * p.groups * TILE_ROWS * B_ROWS * 4;
     const long long counters_have = (long long)((M + 127) / 128) * ((N + 127) / 128) * L * NUM_CWG;
-    if (ws_need > (long long)2 * num_sms * NUM_CWG * Cfg<2, false>::WS_FLOAT4_PER_UNIT * 16 ||
+    if (ws_need > (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16 ||
         (long long)s.tiles() * p.cluster > counters_have) {
       snprintf(err, err_len, "cluster split %d x %d groups: %lld tiles need more workspace or counters than "
                "the launcher provides", p.cluster, p.groups, (long long)s.tiles());
@@ -1003,25 +964,14 @@ int launch(const void* a, const void* b, const void* a16, Params& p, int num_sms
   }
 
   CUtensorMap map_a, map_b;
-  int r = A16V ? make_fp4_map(&map_a, a16, (uint64_t)s.m_tiles * L * s.nk * 2 * TILE_ROWS, 128, 2 * TILE_ROWS, 128,
-                              CU_TENSOR_MAP_SWIZZLE_128B)
-               : make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
+  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
   if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
   if (r != 0) {
     snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
     return 2;
   }
-  if (int r3 = set_smem_attr<MBV, A16V>(err, err_len)) return r3;
+  if (int r3 = set_smem_attr<MBV>(err, err_len)) return r3;
   cudaError_t e;
-  if (A16V) {   // same queue, so the GEMM starts after A is decoded
-    decode_a_kernel<<<(unsigned)((long long)s.m_tiles * L * s.nk), TILE_ROWS>>>(
-        (const uint8_t*)a, p.sfa, (uint4*)a16, M, K, s.m_tiles, s.nk, p.kb64, p.sfa_batch);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) {
-      snprintf(err, err_len, "decode_a_kernel launch: %s", cudaGetErrorString(e));
-      return 4;
-    }
-  }
   if (p.cluster > 1) {
     cudaLaunchConfig_t cfg = {};   // zeroed: the default (legacy) queue 0
     cfg.gridDim = dim3(s.grid, 1, 1);
@@ -1032,10 +982,10 @@ int launch(const void* a, const void* b, const void* a16, Params& p, int num_sms
     attr.val.clusterDim.x = p.cluster; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    e = cudaLaunchKernelEx(&cfg, gemm_kernel<MBV, A16V>, p, map_a, map_b);
+    e = cudaLaunchKernelEx(&cfg, gemm_kernel<MBV>, p, map_a, map_b);
     if (e == cudaSuccess) e = cudaGetLastError();
   } else {
-    gemm_kernel<MBV, A16V><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
+    gemm_kernel<MBV><<<s.grid, THREADS, SMEM_BYTES>>>(p, map_a, map_b);   // default (legacy) queue 0
     e = cudaGetLastError();
   }
   if (e != cudaSuccess) {
@@ -1050,48 +1000,31 @@ int launch(const void* a, const void* b, const void* a16, Params& p, int num_sms
 // Launcher: raw pointers and ints only. Returns 0 on success; otherwise writes a message into err.
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
-// a16: nvfp4_sm90_a16_bytes(M, N, K, L, a_mode) bytes for the decoded A (may be null when that is 0).
 // mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
 // cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2..8: every tile split
 // evenly over the C CTAs of a thread-block cluster, or over `groups` (1 or 2) such clusters (needs
 // K/128 >= C * groups); groups is ignored unless cluster > 1.
-// a_mode: 0 = choose per shape, 1 = the transform warpgroup decodes A per tile, 2 = decode_a_kernel decodes
-// A once into a16 and the GEMM loads it with TMA.
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
   using namespace nvfp4::sm90;
-  return (long long)2 * num_sms * NUM_CWG * Cfg<2, false>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
-}
-// Bytes of the a16 buffer nvfp4_sm90_launch needs for this shape and a_mode (0 when A is decoded per tile).
-extern "C" long long nvfp4_sm90_a16_bytes(int M, int N, int K, int L, int a_mode) {
-  if (a_mode != 2 && (a_mode != 0 || !nvfp4::sm90::choose_a16(M, N, K, L))) return 0;
-  return (long long)((M + 127) / 128) * 128 * L * (long long)K * 2;   // fp16, rows padded to whole tiles
+  return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
 }
 // How many clusters of `size` CTAs fit on the GPU at once for B tiles of 64 * 2 * mb rows (0: none).
 extern "C" int nvfp4_sm90_max_clusters(int mb, int size) {
-  return nvfp4::sm90::max_active_clusters_of(mb, false, size);
+  using namespace nvfp4::sm90;
+  return mb == 2 ? max_active_clusters<2>(size) : max_active_clusters<1>(size);
 }
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
   return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
 }
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
-                                 int* counters, void* a16, int M, int N, int K, int L, int num_sms, int mb,
-                                 int cluster, int groups, int a_mode, char* err, int err_len) {
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
+                                 int groups, char* err, int err_len) {
   using namespace nvfp4;
   using namespace nvfp4::sm90;
   if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
     snprintf(err, err_len, "unsupported shape M=%d N=%d K=%d L=%d (need K %% %d == 0)", M, N, K, L, BK);
     return 1;
   }
-  if (a_mode < 0 || a_mode > 2) {
-    snprintf(err, err_len, "a_mode %d: need 0 (choose), 1 (decode A per tile) or 2 (pre-decode A)", a_mode);
-    return 1;
-  }
-  if (a_mode == 0) a_mode = choose_a16(M, N, K, L) ? 2 : 1;
-  if (a_mode == 2 && a16 == nullptr) {
-    snprintf(err, err_len, "pre-decoded A needs an a16 buffer of nvfp4_sm90_a16_bytes() bytes");
-    return 1;
-  }
-  const bool pre = a_mode == 2;
   Params p;
   p.sfa = (const uint8_t*)sfa;
   p.sfb = (const uint8_t*)sfb;
@@ -1105,7 +1038,7 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   p.b_row_blocks = (N + 127) / 128;
   p.vec_store = (N % 8 == 0) && (((uintptr_t)c & 15) == 0);
   if (cluster == 0) {
-    choose_config(M, N, K, L, num_sms, pre, mb, cluster, groups);
+    choose_config(M, N, K, L, num_sms, mb, cluster, groups);
   } else if (cluster > 1) {
     if (mb == 0) mb = 2;
     if (cluster > 8 || groups < 1 || groups > 2 || K / BK < cluster * groups) {
@@ -1119,9 +1052,7 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
   p.cluster = cluster;
   p.groups = groups;
-  if (mb == 2)
-    return pre ? launch<2, true>(a, b, a16, p, num_sms, err, err_len) : launch<2, false>(a, b, a16, p, num_sms, err, err_len);
-  return pre ? launch<1, true>(a, b, a16, p, num_sms, err, err_len) : launch<1, false>(a, b, a16, p, num_sms, err, err_len);
+  return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
 }
 """
 
@@ -1133,36 +1064,28 @@ CPP_SM90 = r"""
 
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms);
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L);
-extern "C" long long nvfp4_sm90_a16_bytes(int M, int N, int K, int L, int a_mode);
 extern "C" int nvfp4_sm90_max_clusters(int mb, int size);
 extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c, void* ws,
-                                 int* counters, void* a16, int M, int N, int K, int L, int num_sms, int mb,
-                                 int cluster, int groups, int a_mode, char* err, int err_len);
+                                 int* counters, int M, int N, int K, int L, int num_sms, int mb, int cluster,
+                                 int groups, char* err, int err_len);
 
 long long sm90_workspace_bytes(int64_t num_sms) { return nvfp4_sm90_workspace_bytes((int)num_sms); }
 long long sm90_counter_count(int64_t M, int64_t N, int64_t L) { return nvfp4_sm90_counter_count((int)M, (int)N, (int)L); }
-long long sm90_a16_bytes(int64_t M, int64_t N, int64_t K, int64_t L, int64_t a_mode) {
-  return nvfp4_sm90_a16_bytes((int)M, (int)N, (int)K, (int)L, (int)a_mode);
-}
 int64_t sm90_max_clusters(int64_t mb, int64_t size) { return nvfp4_sm90_max_clusters((int)mb, (int)size); }
 
-// a16: a buffer of sm90_a16_bytes(M, N, K, L, a_mode) bytes (any dtype; an empty tensor when that is 0)
 void sm90_gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c,
                torch::Tensor ws, torch::Tensor counters, int64_t M, int64_t N, int64_t K, int64_t L, int64_t num_sms,
-               int64_t mb, int64_t cluster, int64_t groups, torch::Tensor a16, int64_t a_mode) {
+               int64_t mb, int64_t cluster, int64_t groups) {
   char err[256] = {0};
-  TORCH_CHECK(a16.nbytes() >= (size_t)nvfp4_sm90_a16_bytes((int)M, (int)N, (int)K, (int)L, (int)a_mode),
-              "nvfp4 sm90 gemm: a16 buffer too small");
   int r = nvfp4_sm90_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(), ws.data_ptr(),
-                            (int*)counters.data_ptr(), a16.numel() ? a16.data_ptr() : nullptr, (int)M, (int)N,
-                            (int)K, (int)L, (int)num_sms, (int)mb, (int)cluster, (int)groups, (int)a_mode, err, 256);
+                            (int*)counters.data_ptr(), (int)M, (int)N, (int)K, (int)L, (int)num_sms, (int)mb,
+                            (int)cluster, (int)groups, err, 256);
   TORCH_CHECK(r == 0, "nvfp4 sm90 gemm: ", err);
 }
 """
 
 _SM90 = None
 _SM90_CACHE = {}  # device index -> (workspace, counters, num_sms)
-_SM90_A16 = {}  # device index -> buffer for the pre-decoded A (grown as shapes need)
 
 
 def _sm90_module():
@@ -1171,10 +1094,10 @@ def _sm90_module():
         from torch.utils.cpp_extension import load_inline
 
         _SM90 = load_inline(
-            name="nvfp4_gemm_sm90_v5",
+            name="nvfp4_gemm_sm90_v4",
             cpp_sources=[CPP_SM90],
             cuda_sources=[CUDA_SM90],
-            functions=["sm90_gemm", "sm90_workspace_bytes", "sm90_counter_count", "sm90_a16_bytes", "sm90_max_clusters"],
+            functions=["sm90_gemm", "sm90_workspace_bytes", "sm90_counter_count", "sm90_max_clusters"],
             extra_cuda_cflags=["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-lineinfo"],
             verbose=False,
         )
@@ -1209,8 +1132,7 @@ def _run_sm90(data: input_t) -> output_t:
     if entry is None or entry[1].numel() < int(mod.sm90_counter_count(M, N, L)):
         entry = _sm90_buffers(mod, c.device, M, N, L)
     ws, cnt, num_sms = entry
-    a16 = _sm90_a16(mod, c.device, M, N, K, L, 0)
-    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms, 0, 0, 1, a16, 0)
+    mod.sm90_gemm(a, b, sfa_perm, sfb_perm, c, ws, cnt, M, N, K, L, num_sms, 0, 0, 1)
     return c
 
 
@@ -1221,21 +1143,6 @@ def _sm90_buffers(mod, device, M, N, L):
     cnt = torch.zeros(max(need, 4096), dtype=torch.int32, device=device)  # the kernel leaves it zero
     _SM90_CACHE[device.index] = (ws, cnt, num_sms)
     return _SM90_CACHE[device.index]
-
-
-_SM90_A16_NEED = {}  # (M, N, K, L, a_mode) -> bytes of pre-decoded A
-
-
-def _sm90_a16(mod, device, M, N, K, L, a_mode):
-    """The pre-decoded-A buffer this shape needs (an empty tensor when A is decoded per tile)."""
-    key = (M, N, K, L, a_mode)
-    need = _SM90_A16_NEED.get(key)
-    if need is None:
-        need = _SM90_A16_NEED[key] = int(mod.sm90_a16_bytes(M, N, K, L, a_mode))
-    buf = _SM90_A16.get(device.index)
-    if buf is None or buf.numel() < need:
-        buf = _SM90_A16[device.index] = torch.empty(need, dtype=torch.uint8, device=device)
-    return buf
 
 
 def _validate_sm90(a, b, sfa_perm, sfb_perm, c):

@@ -185,22 +185,19 @@ def build_probe(mode, mb=None, defines=()):
     flags += [f"-D{d}" for d in defines]
     tag = "".join(c if c.isalnum() else "_" for c in "_".join(defines))
     return load_inline(name=f"nvfp4_sm90_probe{mode}{tag}", cpp_sources=[submission.CPP_SM90],
-                       cuda_sources=[source], functions=["sm90_gemm", "sm90_a16_bytes"],
-                       extra_cuda_cflags=flags)
+                       cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
 
-def time_probe(mod, m, n, k, l, reps, mb=0, cluster=0, groups=1, a_mode=0):
+def time_probe(mod, m, n, k, l, reps, mb=0, cluster=0, groups=1):
     a, b, _, _, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 7)
     ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-    a16 = submission._sm90_a16(mod, c.device, m, n, k, l, a_mode)
-    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups, a16,
-                                       a_mode), reps)
+    return bench(lambda: mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups), reps)
 
 
-def check_mb(mod, mb, shapes, cluster=1, groups=1, a_mode=0):
+def check_mb(mod, mb, shapes, cluster=1, groups=1):
     """Bit-exactness of one forced configuration (mb = 1: 128-row B tiles, 2: 256 rows; cluster = 1: balanced
-    split over all SMs, C: tiles split over `groups` clusters of C CTAs; a_mode 1: A decoded per tile, 2: once
-    per call) on a few shapes; a second call must give the same bits."""
+    split over all SMs, C: tiles split over `groups` clusters of C CTAs) on a few shapes; a second call must
+    give the same bits."""
     out = []
     for (m, n, k, l) in shapes:
         if cluster * groups > k // 128:
@@ -208,21 +205,19 @@ def check_mb(mod, mb, shapes, cluster=1, groups=1, a_mode=0):
         a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 3)
         ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
         ws, cnt, sms = submission._SM90_CACHE[c.device.index]
-        a16 = submission._sm90_a16(mod, c.device, m, n, k, l, a_mode)
         c.fill_(float("nan"))
         try:
-            mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups, a16, a_mode)
+            mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         except RuntimeError as e:  # a configuration the launcher refuses for this shape (one line says why)
-            print(f"mb={mb} cluster={cluster}x{groups} a_mode={a_mode} {m}x{n}x{k}: refused: "
-                  f"{str(e).splitlines()[0][:140]}")
+            print(f"mb={mb} cluster={cluster}x{groups} {m}x{n}x{k}: refused: {str(e).splitlines()[0][:140]}")
             continue
         first = c.clone()
         c.fill_(float("nan"))
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups, a16, a_mode)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         ok = torch.equal(c.view(torch.int16), ref.view(torch.int16))
         same = torch.equal(c.view(torch.int16), first.view(torch.int16))
         out.append(ok and same)
-        print(f"mb={mb} cluster={cluster}x{groups} a_mode={a_mode} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}"
+        print(f"mb={mb} cluster={cluster}x{groups} check {m}x{n}x{k} L={l}: {'BIT-EXACT' if ok else 'WRONG'}"
               f"{'' if same else ', REPEAT DIFFERS'}", flush=True)
     return all(out)
 
@@ -237,9 +232,8 @@ def main():
                     "NAME=MACRO=V[+MACRO=V...], timed with the per-shape configuration (and checked unless a "
                     "NVFP4_PROFILE_MODE is set), e.g. loads=NVFP4_PROFILE_MODE=46")
     ap.add_argument("--configs", default="", help="comma-separated MB:C configurations of the shipped build to "
-                    "force, check and time (MB:C[:G[:A]]: MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster "
-                    "split-K over G = 1 or 2 clusters per tile; A 1 = A decoded per tile, 2 = once per call, 0 = "
-                    "per shape)")
+                    "force, check and time (MB:C[:G]: MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster "
+                    "split-K over G = 1 or 2 clusters per tile)")
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
                     "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform, "
                     "16 empty kernel (launch cost), 32 no fixup/epilogue (ptxas then drops the unused wgmmas: combine "
@@ -305,19 +299,19 @@ def main():
         small = [(128, 256, 256, 1), (200, 320, 384, 2), (130, 1000, 1152, 1), (128, 7168, 2048, 1),
                  (2304, 4608, 7168, 1)]
         for spec in args.configs.split(","):
-            mb, cl, gr, am = ([int(x) for x in spec.split(":")] + [1, 0][len(spec.split(":")) - 2:])[:4]
+            mb, cl, gr = ([int(x) for x in spec.split(":")] + [1])[:3]
             def attempt(what, fn):  # one refused shape must not hide the others
                 try:
                     return fn()
                 except Exception as e:  # noqa: BLE001
                     print(f"config {spec} {what}: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
                     return None
-            ok = attempt("check", lambda: check_mb(mod, mb, small, cl, gr, am))
-            times = [attempt(f"{m}x{n}x{k}", lambda m=m, n=n, k=k, l=l: time_probe(mod, m, n, k, l, args.reps, mb, cl, gr, am))
+            ok = attempt("check", lambda: check_mb(mod, mb, small, cl, gr))
+            times = [attempt(f"{m}x{n}x{k}", lambda m=m, n=n, k=k, l=l: time_probe(mod, m, n, k, l, args.reps, mb, cl, gr))
                      for (m, n, k, l) in BENCH + BIG]
             times = [float("nan") if t is None else t for t in times]
             config_rows.append((spec, ok, times))
-            print(f"config MB={mb} C={cl} G={gr} A={am}: {'exact' if ok else 'NOT EXACT'} " +
+            print(f"config MB={mb} C={cl} G={gr}: {'exact' if ok else 'NOT EXACT'} " +
                   " / ".join(f"{t:.1f}" for t in times), flush=True)
     if args.probes:
         specs = args.probes.split(",")   # MODE or MODE:MB

@@ -112,37 +112,31 @@ def test_sm90_bit_exact(shape):
     assert torch.equal(out.view(torch.int16), ref.view(torch.int16))
 
 
-# (M, N, K, L, MB, C, G, A): tiles split over G clusters of C CTAs (C = 1: the balanced split over all SMs),
-# reduced through distributed shared memory and (G = 2) the workspace; A = 1: A decoded per tile by the
-# transform warpgroup, 2: decoded once per call by decode_a_kernel and loaded with TMA. Odd k-block counts
-# (uneven ranges), ragged M and N, L > 1, and C*G equal to the number of k-blocks.
-CLUSTER_CASES = [(128, 7168, 2048, 1, 1, 2, 1, 1), (200, 320, 384, 2, 1, 2, 1, 1), (130, 1000, 1152, 1, 1, 4, 1, 1),
-                 (130, 1000, 1152, 1, 2, 8, 1, 1), (64, 96, 256, 1, 2, 2, 1, 1), (256, 7168, 2048, 1, 2, 4, 1, 1),
-                 (128, 4096, 7168, 1, 1, 2, 2, 1), (200, 320, 512, 2, 1, 2, 2, 1), (130, 1000, 1152, 1, 2, 4, 2, 1),
-                 (128, 7168, 2048, 1, 1, 1, 1, 2), (200, 320, 384, 2, 2, 1, 1, 2), (130, 1000, 1152, 3, 1, 1, 1, 2),
-                 (1, 8, 128, 1, 1, 1, 1, 2), (128, 7168, 2048, 1, 1, 2, 1, 2), (256, 7168, 2048, 1, 2, 4, 1, 2),
-                 (200, 320, 512, 2, 1, 2, 2, 2), (520, 1032, 1664, 1, 2, 1, 1, 2)]
+# (M, N, K, L, MB, C, G): tiles split over G clusters of C CTAs, reduced through distributed shared memory and
+# (G = 2) the workspace; odd k-block counts (uneven ranges), ragged M and N, L > 1, and C*G equal to the number
+# of k-blocks
+CLUSTER_CASES = [(128, 7168, 2048, 1, 1, 2, 1), (200, 320, 384, 2, 1, 2, 1), (130, 1000, 1152, 1, 1, 4, 1),
+                 (130, 1000, 1152, 1, 2, 8, 1), (64, 96, 256, 1, 2, 2, 1), (256, 7168, 2048, 1, 2, 4, 1),
+                 (128, 4096, 7168, 1, 1, 2, 2), (200, 320, 512, 2, 1, 2, 2), (130, 1000, 1152, 1, 2, 4, 2)]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CLUSTER_CASES)
-def test_sm90_forced_configuration_is_bit_exact_and_repeatable(case):
+def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
     if not _hopper():
         pytest.skip("needs an sm_90 GPU")
     sys.path.insert(0, ROOT)
     import reference
     import submission
-    m, n, k, l, mb, cluster, groups, a_mode = case
+    m, n, k, l, mb, cluster, groups = case
     a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(m, n, k, l, 99)
     ref = reference.ref_kernel((a, b, sfa, sfb, sfa_p, sfb_p, c.clone())).clone()
     mod = submission._sm90_module()
     ws, cnt, sms = submission._sm90_buffers(mod, c.device, m, n, l)
-    a16 = submission._sm90_a16(mod, c.device, m, n, k, l, a_mode)
-    assert (a16.numel() > 0) == (a_mode == 2)
     outs = []
     for _ in range(2):
         c.fill_(float("nan"))
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups, a16, a_mode)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, m, n, k, l, sms, mb, cluster, groups)
         torch.cuda.synchronize()
         outs.append(c.clone())
     assert torch.equal(outs[0].view(torch.int16), ref.view(torch.int16))
@@ -150,7 +144,7 @@ def test_sm90_forced_configuration_is_bit_exact_and_repeatable(case):
 
 
 @pytest.mark.gpu
-def test_sm90_impossible_configuration_is_refused_in_one_line():
+def test_sm90_cluster_split_larger_than_the_k_blocks_is_refused_in_one_line():
     if not _hopper():
         pytest.skip("needs an sm_90 GPU")
     sys.path.insert(0, ROOT)
@@ -159,15 +153,10 @@ def test_sm90_impossible_configuration_is_refused_in_one_line():
     a, b, sfa, sfb, sfa_p, sfb_p, c = reference.generate_input(128, 256, 256, 1, 5)
     mod = submission._sm90_module()
     ws, cnt, sms = submission._sm90_buffers(mod, c.device, 128, 256, 1)
-    none = torch.empty(0, dtype=torch.uint8, device=c.device)
     with pytest.raises(RuntimeError, match=r"cluster split of 4 x 1 groups needs .*K/128 >= C\*G \(K=256\)"):
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 4, 1, none, 1)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 4, 1)
     with pytest.raises(RuntimeError, match=r"cluster split of 2 x 2 groups needs .*\(K=256\)"):
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 2, 2, none, 1)
-    with pytest.raises(RuntimeError, match=r"a16 buffer too small"):   # pre-decoded A without its buffer
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 1, 1, none, 2)
-    with pytest.raises(RuntimeError, match=r"a_mode 3: need 0 \(choose\), 1 .* or 2"):
-        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 1, 1, none, 3)
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 2, 2)
 
 
 def test_every_generated_region_of_submission_py_matches_its_kernel_source(tmp_path):
