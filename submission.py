@@ -280,6 +280,12 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
+#ifndef NVFP4_STAGES_MB2
+#define NVFP4_STAGES_MB2 42   // raw stages * 10 + decoded-A buffers, 256-row tiles
+#endif
+#ifndef NVFP4_STAGES_MB1
+#define NVFP4_STAGES_MB1 43   // the same for 128-row tiles
+#endif
 namespace nvfp4 {
 namespace sm90 {
 
@@ -298,8 +304,10 @@ template <int MB_>
 struct Cfg {
   static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
   static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
-  static constexpr int RAW_STAGES = 4;                 // TMA ring depth (fp4 + scales); 5 or 6 for MB = 1 measured no faster
-  static constexpr int ACT_STAGES = MB == 2 ? 2 : 3;   // decoded A buffers
+  // TMA ring depth (fp4 + scales; 5 or 6 for MB = 1 measured no faster) and decoded-A buffers, as RAW*10+ACT
+  static constexpr int STAGES = MB == 2 ? NVFP4_STAGES_MB2 : NVFP4_STAGES_MB1;
+  static constexpr int RAW_STAGES = STAGES / 10;
+  static constexpr int ACT_STAGES = STAGES % 10;
   static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
   static constexpr int RAW_B = 0;                                  // offsets inside one raw stage
   static constexpr int RAW_A = B_ROWS * BK_BYTES;
