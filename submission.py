@@ -280,6 +280,9 @@ static int make_fp4_map(CUtensorMap* map, const void* base, uint64_t rows, uint6
 # ----------------------------------------------------------------------------------------------------
 CUDA_SM90 = CUDA_COMMON + r"""
 // target: sm_90a (wgmma, setmaxnreg)
+#ifndef NVFP4_GROUP_STEPS
+#define NVFP4_GROUP_STEPS 4   // k16 steps (wgmmas) per consumer group: 4 (two register buffers) or 2 (four)
+#endif
 #ifndef NVFP4_STAGES_MB2
 #define NVFP4_STAGES_MB2 42   // raw stages * 10 + decoded-A buffers, 256-row tiles
 #endif
@@ -589,10 +592,13 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     const int rw = 64 * MB * cw + 16 * wq + g; // row of block 0, half 0; block b half h: rw + 64*b + 8*h
     const uint32_t epi = sbase + OFF_EPI + cw * EPI_BYTES;
     float acc[MB][64];
-    // Two fragment buffers of 4 k16 steps each. Groups of 4 wgmmas alternate between them, so the decode
-    // of the next group runs while the previous one is on the tensor cores; wait_group<1> before a decode
-    // guarantees the group that last read that buffer has finished (RS wgmma reads registers late).
-    uint32_t frag[2][4][4];
+    // NBUF fragment buffers of GS k16 steps each (32 registers either way). Groups of GS wgmmas cycle
+    // through them, so the decode of the next group runs while earlier ones are on the tensor cores;
+    // wait_group<NBUF-1> before a decode guarantees the group that last read that buffer has finished (RS
+    // wgmma reads registers late).
+    constexpr int GS = NVFP4_GROUP_STEPS, NBUF = 8 / GS;
+    static_assert(GS == 2 || GS == 4, "wgmma group size");
+    uint32_t frag[NBUF][GS][4];
     int act_pending = -1;   // act stage whose last wgmma group may still be running
     // barriers as 32-bit shared addresses (8 bytes each), computed once
     const uint32_t raw_full_u = smem_u32(raw_full), raw_empty_u = raw_full_u + 8 * RAW_STAGES;
@@ -636,28 +642,36 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             __syncwarp();
             mbar_arrive_if(raw_empty_u + 8 * s, lane == 0);
           }
+          uint32_t a0 = 0, a1 = 0;               // this scale column's scales (fp16x2, times 2^7)
 #pragma unroll
-          for (int kh = 0; kh < 2; ++kh) {       // k steps 4kh..4kh+3 = scale column kh of each row
-            wgmma_wait<1>();                     // the group before the previous one is done: frag[kh] is free
-            keep(frag[kh][0]); keep(frag[kh][1]); keep(frag[kh][2]); keep(frag[kh][3]);
-            if (b == 0 && kh == 1) {             // ...and so is every group of the previous stage
+          for (int gi = 0; gi < NBUF; ++gi) {    // group gi: k16 steps GS*gi .. GS*gi+GS-1, buffer frag[gi]
+            wgmma_wait<NBUF - 1>();              // the group that last read frag[gi] (NBUF groups ago) is done
+#pragma unroll
+            for (int kk = 0; kk < GS; ++kk) keep(frag[gi][kk]);
+            if (b == 0 && gi == NBUF - 1) {      // ...and so is every group of the previous stage
               __syncwarp();
               mbar_arrive_if(act_empty_u + 8 * (act_pending < 0 ? 0 : act_pending), lane == 0 && act_pending >= 0);
             }
-            const uint32_t a0 = scale_x2((sb[0] >> (8 * kh)) & 0xFF);
-            const uint32_t a1 = scale_x2((sb[1] >> (8 * kh)) & 0xFF);
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-              const int q = 2 * kh + (kk >> 1);
-              const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
-              if ((kk & 1) == 0) decode_step<0>(frag[kh][kk], w0, w1, a0, a1);
-              else decode_step<2>(frag[kh][kk], w0, w1, a0, a1);
+            const int kh = GS * gi / 4;          // scale column of these steps
+            if (GS * gi % 4 == 0) {
+              a0 = scale_x2((sb[0] >> (8 * kh)) & 0xFF);
+              a1 = scale_x2((sb[1] >> (8 * kh)) & 0xFF);
             }
-            if (b == 0 && kh == 0) mbar_wait(act_full_u + 8 * as, aph);
+#pragma unroll
+            for (int kk = 0; kk < GS; ++kk) {
+              const int kq = (GS * gi + kk) % 4;   // step inside the scale column
+              const int q = 2 * kh + (kq >> 1);
+              const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
+              if ((kq & 1) == 0) decode_step<0>(frag[gi][kk], w0, w1, a0, a1);
+              else decode_step<2>(frag[gi][kk], w0, w1, a0, a1);
+            }
+            if (b == 0 && gi == 0) mbar_wait(act_full_u + 8 * as, aph);
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk)
-              wgmma_m64n128k16_rs(acc[b], frag[kh][kk], dbase + (uint64_t)((kh * ACT_ATOM_BYTES + kk * 32) >> 4));
+            for (int kk = 0; kk < GS; ++kk) {
+              const int kq = (GS * gi + kk) % 4;
+              wgmma_m64n128k16_rs(acc[b], frag[gi][kk], dbase + (uint64_t)((kh * ACT_ATOM_BYTES + kq * 32) >> 4));
+            }
             wgmma_commit();
           }
         }
