@@ -853,15 +853,19 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
         const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
-        mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
-        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
-        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+        constexpr bool LOAD_A = true;
+        constexpr bool LOAD_B = true;
+        mbar_expect_tx(&raw_full[s], (LOAD_B ? B_ROWS * BK_BYTES : 0) + nsb * SF_STAGE_BYTES +
+                                         (LOAD_A ? TILE_ROWS * BK_BYTES + SF_STAGE_BYTES : 0));
+        if (LOAD_B) tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
+        if (LOAD_A) tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
         for (int i = 0; i < nsb; ++i)
           bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
                     p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
                     SF_STAGE_BYTES, &raw_full[s]);
-        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                  SF_STAGE_BYTES, &raw_full[s]);
+        if (LOAD_A)
+          bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                    SF_STAGE_BYTES, &raw_full[s]);
       }
     }
   }

@@ -237,7 +237,7 @@ def main():
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
                     "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform, "
                     "16 empty kernel (launch cost), 32 no fixup/epilogue (ptxas then drops the unused wgmmas: combine "
-                    "with 4); MODE:MB forces the B tile height")
+                    "with 4), 64 no A (fp4, scales) loads, 128 no B fp4 loads; MODE:MB forces the B tile height")
     args = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)
@@ -317,7 +317,8 @@ def main():
         specs = args.probes.split(",")   # MODE or MODE:MB
         names = {0: "full", 1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
                  12: "no wgmma+tr", 11: "no dec+tr", 14: "loads+sync only",
-                 16: "empty kernel", 32: "no fixup/epi", 46: "loads+sync, no epi"}
+                 16: "empty kernel", 32: "no fixup/epi", 46: "loads+sync, no epi", 64: "no A loads",
+                 128: "no B loads", 78: "B loads+sync only", 142: "A loads+sync only"}
         for spec in specs:
             mode, mb = (int(spec.split(":")[0]), int(spec.split(":")[1]) if ":" in spec else None)
             what = names.get(mode, f"mode {mode}") + (f" MB={mb}" if mb else "")

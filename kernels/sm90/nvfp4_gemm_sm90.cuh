@@ -9,7 +9,8 @@
 #define NVFP4_PROFILE_MODE 0   // bench bottleneck probes (wrong results): bit 1 skip A decode, 2 skip B decode,
                                // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
                                // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
-                               // (with 32, ptxas drops the unused wgmmas: only meaningful with 4)
+                               // (with 32, ptxas drops the unused wgmmas: only meaningful with 4),
+                               // 64 the producer loads no A (fp4 or scales), 128 no fp4 of B
 #endif
 #ifndef NVFP4_GROUP_STEPS
 #define NVFP4_GROUP_STEPS 4   // k16 steps (wgmmas) per consumer group: 4 (two register buffers) or 2 (four)
@@ -608,15 +609,27 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
         const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
         const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
-        mbar_expect_tx(&raw_full[s], (B_ROWS + TILE_ROWS) * BK_BYTES + (nsb + 1) * SF_STAGE_BYTES);
-        tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
-        tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+#if NVFP4_PROFILE_MODE & 64
+        constexpr bool LOAD_A = false;
+#else
+        constexpr bool LOAD_A = true;
+#endif
+#if NVFP4_PROFILE_MODE & 128
+        constexpr bool LOAD_B = false;
+#else
+        constexpr bool LOAD_B = true;
+#endif
+        mbar_expect_tx(&raw_full[s], (LOAD_B ? B_ROWS * BK_BYTES : 0) + nsb * SF_STAGE_BYTES +
+                                         (LOAD_A ? TILE_ROWS * BK_BYTES + SF_STAGE_BYTES : 0));
+        if (LOAD_B) tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
+        if (LOAD_A) tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
         for (int i = 0; i < nsb; ++i)
           bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
                     p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
                     SF_STAGE_BYTES, &raw_full[s]);
-        bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                  SF_STAGE_BYTES, &raw_full[s]);
+        if (LOAD_A)
+          bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
+                    SF_STAGE_BYTES, &raw_full[s]);
       }
     }
   }
