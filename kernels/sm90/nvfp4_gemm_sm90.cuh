@@ -598,38 +598,55 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       NVFP4_ITER_RANGE
       prefetch_tensormap(&map_a);
       prefetch_tensormap(&map_b);
-      for (long long it = it_begin; it < it_end; ++it) {
-        const int j = (int)(it - it_begin);
-        const int s = j % RAW_STAGES;
-        mbar_wait(&raw_empty[s], ((j / RAW_STAGES) & 1) ^ 1);
-        int l, nt, mt;
-        sch.decode(it / nk, l, nt, mt);
-        const int kb = (int)(it % nk);
-        uint8_t* st = smem + OFF_RAW + s * RAW_STAGE_BYTES;
-        const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
-        const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
-        const int nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
 #if NVFP4_PROFILE_MODE & 64
-        constexpr bool LOAD_A = false;
+      constexpr bool LOAD_A = false;
 #else
-        constexpr bool LOAD_A = true;
+      constexpr bool LOAD_A = true;
 #endif
 #if NVFP4_PROFILE_MODE & 128
-        constexpr bool LOAD_B = false;
+      constexpr bool LOAD_B = false;
 #else
-        constexpr bool LOAD_B = true;
+      constexpr bool LOAD_B = true;
 #endif
-        mbar_expect_tx(&raw_full[s], (LOAD_B ? B_ROWS * BK_BYTES : 0) + nsb * SF_STAGE_BYTES +
-                                         (LOAD_A ? TILE_ROWS * BK_BYTES + SF_STAGE_BYTES : 0));
-        if (LOAD_B) tma_load_2d(st + RAW_B, &map_b, &raw_full[s], kb * BK_BYTES, l * p.N + nt * B_ROWS);
-        if (LOAD_A) tma_load_2d(st + RAW_A, &map_a, &raw_full[s], kb * BK_BYTES, l * p.M + mt * TILE_ROWS);
+      // One thread issues every load, so its per-stage work is kept small: the tile's coordinates are
+      // recomputed only when the k-block index wraps (64-bit divisions once per tile, not per stage), and
+      // stage, parity and barrier addresses are counted incrementally. At M = 128, where a stage's compute
+      // is short, the per-stage cost of this thread bounds the whole pipeline.
+      const uint32_t raw_full_u = smem_u32(raw_full), raw_empty_u = raw_full_u + 8 * RAW_STAGES;
+      const uint32_t st0 = sbase + OFF_RAW;
+      long long tile = it_begin / nk;
+      int kb = (int)(it_begin % nk);
+      int row_b = 0, row_a = 0, nsb = 0, tx_bytes = 0;
+      const uint8_t *sfb_tile = nullptr, *sfa_tile = nullptr;   // scale blocks (first row block, column 0)
+      auto start_tile = [&]() {
+        int l, nt, mt;
+        sch.decode(tile, l, nt, mt);
+        const int rb0 = (nt * B_ROWS) >> 7;                      // first 128-row scale block of this B tile
+        const int rb_last = (nt * B_ROWS + B_ROWS - 1) >> 7;
+        nsb = (rb_last < p.b_row_blocks ? rb_last : p.b_row_blocks - 1) - rb0 + 1;  // never past the end
+        row_b = l * p.N + nt * B_ROWS;
+        row_a = l * p.M + mt * TILE_ROWS;
+        sfb_tile = p.sfb + l * p.sfb_batch + sf_block_offset(rb0, 0, p.kb64);
+        sfa_tile = p.sfa + l * p.sfa_batch + sf_block_offset(mt, 0, p.kb64);
+        tx_bytes = (LOAD_B ? B_ROWS * BK_BYTES : 0) + nsb * SF_STAGE_BYTES +
+                   (LOAD_A ? TILE_ROWS * BK_BYTES + SF_STAGE_BYTES : 0);
+      };
+      start_tile();
+      int s = 0;
+      uint32_t ph = 0;
+      const size_t sfb_row_block = (size_t)p.kb64 * SF_BLOCK_BYTES;   // bytes between row blocks
+      for (int left = (int)(it_end - it_begin); left > 0; --left) {
+        mbar_wait(raw_empty_u + 8 * s, ph ^ 1);
+        const uint32_t st = st0 + s * RAW_STAGE_BYTES, full = raw_full_u + 8 * s;
+        mbar_expect_tx(full, tx_bytes);
+        if (LOAD_B) tma_load_2d(st + RAW_B, &map_b, full, kb * BK_BYTES, row_b);
+        if (LOAD_A) tma_load_2d(st + RAW_A, &map_a, full, kb * BK_BYTES, row_a);
+        const size_t col = (size_t)kb * SF_STAGE_BYTES;   // scale columns 2kb, 2kb+1 of a row block
         for (int i = 0; i < nsb; ++i)
-          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES,
-                    p.sfb + l * p.sfb_batch + sf_block_offset(rb0 + i, kb * (BK / 64), p.kb64),
-                    SF_STAGE_BYTES, &raw_full[s]);
-        if (LOAD_A)
-          bulk_load(st + RAW_SA, p.sfa + l * p.sfa_batch + sf_block_offset(mt, kb * (BK / 64), p.kb64),
-                    SF_STAGE_BYTES, &raw_full[s]);
+          bulk_load(st + RAW_SB + i * SF_STAGE_BYTES, sfb_tile + i * sfb_row_block + col, SF_STAGE_BYTES, full);
+        if (LOAD_A) bulk_load(st + RAW_SA, sfa_tile + col, SF_STAGE_BYTES, full);
+        if (++s == RAW_STAGES) { s = 0; ph ^= 1; }
+        if (++kb == nk && left > 1) { kb = 0; ++tile; start_tile(); }
       }
     }
   }
