@@ -237,7 +237,8 @@ def main():
     ap.add_argument("--probes", default="", help="comma-separated NVFP4_PROFILE_MODE values to build and time "
                     "(bottleneck probes, wrong results): 1 no A decode, 2 no B decode, 4 no wgmma, 8 no transform, "
                     "16 empty kernel (launch cost), 32 no fixup/epilogue (ptxas then drops the unused wgmmas: combine "
-                    "with 4), 64 no A (fp4, scales) loads, 128 no B fp4 loads; MODE:MB forces the B tile height")
+                    "with 4), 64 no A (fp4, scales) loads, 128 no B fp4 loads, 256 no cluster reduction; MODE:MB forces "
+                    "the B tile height")
     args = ap.parse_args()
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}  torch {torch.__version__}  cuda {torch.version.cuda}", flush=True)

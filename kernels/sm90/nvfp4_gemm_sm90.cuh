@@ -10,7 +10,8 @@
                                // 4 skip the wgmmas, 8 skip the transform's loads/decode/stores,
                                // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
                                // (with 32, ptxas drops the unused wgmmas: only meaningful with 4),
-                               // 64 the producer loads no A (fp4 or scales), 128 no fp4 of B
+                               // 64 the producer loads no A (fp4 or scales), 128 no fp4 of B,
+                               // 256 no cluster reduction (cluster split-K only)
 #endif
 #ifndef NVFP4_GROUP_STEPS
 #define NVFP4_GROUP_STEPS 4   // k16 steps (wgmmas) per consumer group: 4 (two register buffers) or 2 (four)
@@ -543,6 +544,9 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       // tile it stores them; with G clusters per tile each CTA puts its sums in ws, and the last of the G to
       // arrive (a counter per tile and rank, as in the fixup) adds them in group order and stores.
       // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
+#if NVFP4_PROFILE_MODE & 256
+      return;
+#endif
       cluster_sync();
       const int C = p.cluster, G = p.groups;
       const int rank = (int)cluster_rank();
