@@ -530,6 +530,27 @@ __device__ __forceinline__ void store_c8(const Params& p, int m, int n, int l, f
 __device__ __forceinline__ void add4(float4& s, const float4& u) {
   s.x += u.x; s.y += u.y; s.z += u.z; s.w += u.w;
 }
+// Cluster split-K: 8 columns of one row summed over the C parts (the same shared-memory offset `off` in
+// every CTA of the cluster), in rank order from zero. Every load is issued before the first add: a load
+// from another CTA's shared memory takes hundreds of cycles, and one at a time they made the reduction
+// cost 4-8 us per call.
+template <int C>
+__device__ __forceinline__ void sum_parts(uint32_t off, float4& s0, float4& s1) {
+  float4 v[2 * C];
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    const uint32_t src = cluster_map(off, (uint32_t)q);
+    v[2 * q] = ld_cluster_f4(src);
+    v[2 * q + 1] = ld_cluster_f4(src + 16);
+  }
+  s0 = make_float4(0.f, 0.f, 0.f, 0.f);
+  s1 = s0;
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    add4(s0, v[2 * q]);
+    add4(s1, v[2 * q + 1]);
+  }
+}
 
 // ---- the kernel ----------------------------------------------------------------------------------------------
 template <int MBV>
@@ -815,12 +836,10 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       for (int idx = tid - 128; idx < items; idx += 256) {
         const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
         const uint32_t off = part + (m_local * PART_LD + ch * 8) * 4;
-        float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
-        for (int q = 0; q < C; ++q) {
-          const uint32_t src = cluster_map(off, (uint32_t)q);
-          add4(s0, ld_cluster_f4(src));
-          add4(s1, ld_cluster_f4(src + 16));
-        }
+        float4 s0, s1;
+        if (C == 2) sum_parts<2>(off, s0, s1);
+        else if (C == 4) sum_parts<4>(off, s0, s1);
+        else sum_parts<8>(off, s0, s1);
         if (G == 1) {
           store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
         } else {
@@ -837,12 +856,15 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           const float4* const first = p.ws + ((size_t)tile * G * C + rank) * items * 2;
           for (int idx = tid - 128; idx < items; idx += 256) {
             const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
+            // G == 2 here: both groups' sums loaded at once, then added in group order (deterministic)
+            const float4* src = first + 2 * idx;
+            const float4* src1 = src + (size_t)C * items * 2;
+            const float4 u0 = __ldcg(src), u1 = __ldcg(src + 1), w0 = __ldcg(src1), w1 = __ldcg(src1 + 1);
             float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
-            for (int h = 0; h < G; ++h) {   // fixed group order: deterministic
-              const float4* src = first + (size_t)h * C * items * 2 + 2 * idx;
-              add4(s0, __ldcg(src));
-              add4(s1, __ldcg(src + 1));
-            }
+            add4(s0, u0);
+            add4(s1, u1);
+            add4(s0, w0);
+            add4(s1, w1);
             store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
           }
           if (tid == 128) p.counters[tile * C + rank] = 0;   // ready for the next call
@@ -1058,7 +1080,7 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
 // mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
-// cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2..8: every tile split
+// cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2, 4 or 8: every tile split
 // evenly over the C CTAs of a thread-block cluster, or over `groups` (1 or 2) such clusters (needs
 // K/128 >= C * groups); groups is ignored unless cluster > 1.
 extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
@@ -1098,8 +1120,8 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
     choose_config(M, N, K, L, num_sms, mb, cluster, groups);
   } else if (cluster > 1) {
     if (mb == 0) mb = 2;
-    if (cluster > 8 || groups < 1 || groups > 2 || K / BK < cluster * groups) {
-      snprintf(err, err_len, "cluster split of %d x %d groups needs 2 <= C <= 8, 1 <= G <= 2 and K/128 >= C*G "
+    if ((cluster != 2 && cluster != 4 && cluster != 8) || groups < 1 || groups > 2 || K / BK < cluster * groups) {
+      snprintf(err, err_len, "cluster split of %d x %d groups needs C = 2, 4 or 8, 1 <= G <= 2 and K/128 >= C*G "
                "(K=%d)", cluster, groups, K);
       return 1;
     }

@@ -144,7 +144,7 @@ def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
 
 
 @pytest.mark.gpu
-def test_sm90_cluster_split_larger_than_the_k_blocks_is_refused_in_one_line():
+def test_sm90_impossible_cluster_split_is_refused_in_one_line():
     if not _hopper():
         pytest.skip("needs an sm_90 GPU")
     sys.path.insert(0, ROOT)
@@ -157,6 +157,9 @@ def test_sm90_cluster_split_larger_than_the_k_blocks_is_refused_in_one_line():
         mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 4, 1)
     with pytest.raises(RuntimeError, match=r"cluster split of 2 x 2 groups needs .*\(K=256\)"):
         mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 2, 2)
+    # C must divide the tile's 128 rows among the cluster's CTAs (C = 3 left rows 126-127 unreduced)
+    with pytest.raises(RuntimeError, match=r"cluster split of 3 x 1 groups needs C = 2, 4 or 8"):
+        mod.sm90_gemm(a, b, sfa_p, sfb_p, c, ws, cnt, 128, 256, 256, 1, sms, 1, 3, 1)
 
 
 def test_every_generated_region_of_submission_py_matches_its_kernel_source(tmp_path):
