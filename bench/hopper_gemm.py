@@ -319,7 +319,7 @@ def main():
         names = {0: "full", 1: "no A decode", 2: "no B decode", 3: "no decode", 4: "no wgmma", 8: "no transform",
                  12: "no wgmma+tr", 11: "no dec+tr", 14: "loads+sync only",
                  16: "empty kernel", 32: "no fixup/epi", 46: "loads+sync, no epi", 64: "no A loads",
-                 128: "no B loads", 78: "B loads+sync only", 142: "A loads+sync only"}
+                 128: "no B loads", 78: "B loads+sync only", 142: "A loads+sync only", 256: "no cluster reduction"}
         for spec in specs:
             mode, mb = (int(spec.split(":")[0]), int(spec.split(":")[1]) if ":" in spec else None)
             what = names.get(mode, f"mode {mode}") + (f" MB={mb}" if mb else "")

@@ -11,7 +11,8 @@
                                // 16 every CTA exits after setup (launch cost), 32 no fixup and no C stores
                                // (with 32, ptxas drops the unused wgmmas: only meaningful with 4),
                                // 64 the producer loads no A (fp4 or scales), 128 no fp4 of B,
-                               // 256 no cluster reduction (cluster split-K only)
+                               // 256 no cluster reduction (cluster split-K only), 512 the reduction reads no
+                               // other CTA's part, 1024 no second cluster barrier (only with 512)
 #endif
 #ifndef NVFP4_GROUP_STEPS
 #define NVFP4_GROUP_STEPS 4   // k16 steps (wgmmas) per consumer group: 4 (two register buffers) or 2 (four)
@@ -262,9 +263,13 @@ __device__ __forceinline__ void sum_parts(uint32_t off, float4& s0, float4& s1) 
   float4 v[2 * C];
 #pragma unroll
   for (int q = 0; q < C; ++q) {
+#if NVFP4_PROFILE_MODE & 512
+    v[2 * q] = v[2 * q + 1] = make_float4(0.f, 0.f, 0.f, (float)(off + q));
+#else
     const uint32_t src = cluster_map(off, (uint32_t)q);
     v[2 * q] = ld_cluster_f4(src);
     v[2 * q + 1] = ld_cluster_f4(src + 16);
+#endif
   }
   s0 = make_float4(0.f, 0.f, 0.f, 0.f);
   s1 = s0;
@@ -593,7 +598,9 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           mine[2 * idx + 1] = s1;
         }
       }
+#if !(NVFP4_PROFILE_MODE & 1024)
       cluster_sync();   // no CTA leaves (freeing its shared memory) while another still reads its part
+#endif
       if (G > 1) {
         named_bar_sync(3, 256);   // every consumer thread's sums are in ws (release through the fence below)
         if (tid == 128) fix_flag[0] = fixup_arrive(&p.counters[tile * C + rank]);
