@@ -731,22 +731,22 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         // of CTA q's buffer. Stores to another CTA's shared memory are posted; reading the parts from the
         // other CTAs instead (a round trip per load) cost 2-6 us per call.
         cluster_sync();
+        const uint32_t part = sbase + OFF_RAW;
         const int rows = TILE_ROWS / p.cluster;      // 64, 32 or 16: the 8 rows of one jj have one owner
-        // this thread's first element in slot `rank`; element (b, jj, e) is a constant offset from the
-        // row of jj inside the slot
-        const uint32_t mine = sbase + OFF_RAW +
-                              ((cluster_rank() * rows + 2 * t) * PART_LD + 64 * MB * cw + 16 * wq + g) * 4;
+        const int slot_row = (int)cluster_rank() * rows;
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj) {
-          const uint32_t dst = cluster_map(mine + ((8 * jj) & (rows - 1)) * PART_LD * 4, (uint32_t)(8 * jj / rows));
+        for (int b = 0; b < MB; ++b)
 #pragma unroll
-          for (int b = 0; b < MB; ++b)
+          for (int jj = 0; jj < 16; ++jj) {
+            const uint32_t owner = cluster_map(part, (uint32_t)(8 * jj / rows));
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              asm volatile("st.shared::cluster.f32 [%0], %1;"
-                           :: "r"(dst + ((e & 1) * PART_LD + 64 * b + 8 * (e >> 1)) * 4), "f"(acc[b][4 * jj + e])
-                           : "memory");
-        }
+            for (int e = 0; e < 4; ++e) {
+              const int n_local = 64 * MB * cw + 64 * b + 16 * wq + g + 8 * (e >> 1);
+              const int m_local = 8 * jj + 2 * t + (e & 1);
+              const uint32_t dst = owner + ((slot_row + (m_local & (rows - 1))) * PART_LD + n_local) * 4;
+              asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(dst), "f"(acc[b][4 * jj + e]) : "memory");
+            }
+          }
         finish = false;
       } else if (!whole) {
         const int unit = (int)(tile * NUM_CWG + cw);
