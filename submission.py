@@ -530,16 +530,18 @@ __device__ __forceinline__ void store_c8(const Params& p, int m, int n, int l, f
 __device__ __forceinline__ void add4(float4& s, const float4& u) {
   s.x += u.x; s.y += u.y; s.z += u.z; s.w += u.w;
 }
-// Cluster split-K: 8 columns of one row summed over the C parts (slot q at off + q * slot of this CTA's
-// shared memory), in rank order from zero; every load issued before the first add.
+// Cluster split-K: 8 columns of one row summed over the C parts (the same shared-memory offset `off` in
+// every CTA of the cluster), in rank order from zero. Every load is issued before the first add: a load
+// from another CTA's shared memory takes hundreds of cycles, and one at a time they made the reduction
+// cost 4-8 us per call.
 template <int C>
-__device__ __forceinline__ void sum_parts(uint32_t off, uint32_t slot, float4& s0, float4& s1) {
+__device__ __forceinline__ void sum_parts(uint32_t off, float4& s0, float4& s1) {
   float4 v[2 * C];
 #pragma unroll
   for (int q = 0; q < C; ++q) {
-    const uint4 a = lds128(off + q * slot), b = lds128(off + q * slot + 16);
-    v[2 * q] = make_float4(__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z), __uint_as_float(a.w));
-    v[2 * q + 1] = make_float4(__uint_as_float(b.x), __uint_as_float(b.y), __uint_as_float(b.z), __uint_as_float(b.w));
+    const uint32_t src = cluster_map(off, (uint32_t)q);
+    v[2 * q] = ld_cluster_f4(src);
+    v[2 * q + 1] = ld_cluster_f4(src + 16);
   }
   s0 = make_float4(0.f, 0.f, 0.f, 0.f);
   s1 = s0;
@@ -725,28 +727,22 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
       bool finish = true;
       if (p.cluster > 1) {
-        // cluster split-K, reduce-scatter: once every CTA of the cluster is past its main loop (the stage
-        // buffers, which take the parts, are free everywhere), this CTA's part of the tile goes, transposed
-        // to [m][n], straight to the CTA that sums each row: rows [q*rows, (q+1)*rows) into slot `rank`
-        // of CTA q's buffer. Stores to another CTA's shared memory are posted; reading the parts from the
-        // other CTAs instead (a round trip per load) cost 2-6 us per call.
-        cluster_sync();
+        // cluster split-K: this CTA's part of the tile goes, transposed to [m][n], into its own shared memory
+        // (over the stage buffers: both consumer warpgroups are past their last wgmma and every stage has
+        // been consumed); the cluster reduces it after the loop
+        named_bar_sync(3, 256);
         const uint32_t part = sbase + OFF_RAW;
-        const int rows = TILE_ROWS / p.cluster;      // 64, 32 or 16: the 8 rows of one jj have one owner
-        const int slot_row = (int)cluster_rank() * rows;
 #pragma unroll
         for (int b = 0; b < MB; ++b)
 #pragma unroll
-          for (int jj = 0; jj < 16; ++jj) {
-            const uint32_t owner = cluster_map(part, (uint32_t)(8 * jj / rows));
+          for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int n_local = 64 * MB * cw + 64 * b + 16 * wq + g + 8 * (e >> 1);
               const int m_local = 8 * jj + 2 * t + (e & 1);
-              const uint32_t dst = owner + ((slot_row + (m_local & (rows - 1))) * PART_LD + n_local) * 4;
-              asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(dst), "f"(acc[b][4 * jj + e]) : "memory");
+              asm volatile("st.shared.f32 [%0], %1;" :: "r"(part + (m_local * PART_LD + n_local) * 4),
+                           "f"(acc[b][4 * jj + e]) : "memory");
             }
-          }
         finish = false;
       } else if (!whole) {
         const int unit = (int)(tile * NUM_CWG + cw);
@@ -821,12 +817,12 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       }
     }
     if (p.cluster > 1) {
-      // every CTA's part of rows [rank*128/C, ...) of the tile is in this CTA's buffer, slot q from CTA q:
-      // it sums them in rank order (the same order for every row: deterministic). With one cluster per
+      // every part of the tile is in the cluster's shared memory: CTA `rank` sums rows [rank*128/C, ...) of
+      // it over the C parts in rank order (the same order in every CTA: deterministic). With one cluster per
       // tile it stores them; with G clusters per tile each CTA puts its sums in ws, and the last of the G to
       // arrive (a counter per tile and rank, as in the fixup) adds them in group order and stores.
       // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
-      cluster_sync();   // every slot has been written (release / acquire at cluster scope)
+      cluster_sync();
       const int C = p.cluster, G = p.groups;
       const int rank = (int)cluster_rank();
       const int tile = cta / (C * G), grp = (cta / C) % G;
@@ -839,12 +835,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       float4* const mine = p.ws + ((size_t)(tile * G + grp) * C + rank) * items * 2;
       for (int idx = tid - 128; idx < items; idx += 256) {
         const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
-        const uint32_t off = part + ((m_local - rank * rows) * PART_LD + ch * 8) * 4;   // slot 0
-        const uint32_t slot = rows * PART_LD * 4;
+        const uint32_t off = part + (m_local * PART_LD + ch * 8) * 4;
         float4 s0, s1;
-        if (C == 2) sum_parts<2>(off, slot, s0, s1);
-        else if (C == 4) sum_parts<4>(off, slot, s0, s1);
-        else sum_parts<8>(off, slot, s0, s1);
+        if (C == 2) sum_parts<2>(off, s0, s1);
+        else if (C == 4) sum_parts<4>(off, s0, s1);
+        else sum_parts<8>(off, s0, s1);
         if (G == 1) {
           store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
         } else {
@@ -852,6 +847,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
           mine[2 * idx + 1] = s1;
         }
       }
+      cluster_sync();   // no CTA leaves (freeing its shared memory) while another still reads its part
       if (G > 1) {
         named_bar_sync(3, 256);   // every consumer thread's sums are in ws (release through the fence below)
         if (tid == 128) fix_flag[0] = fixup_arrive(&p.counters[tile * C + rank]);
