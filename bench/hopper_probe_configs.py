@@ -19,6 +19,7 @@ for spec in sys.argv[2:]:
     for (m, n, k, l) in shapes:
         try:
             row.append(f"{h.time_probe(mod, m, n, k, l, 30, mb, cl, gr):7.1f}")
-        except RuntimeError as e:
+        except RuntimeError as e:   # a configuration the launcher refuses for this shape: say why, go on
             row.append("refused")
+            print(f"  {spec} {m}x{n}x{k}: {str(e).splitlines()[0][:160]}", flush=True)
     print(f"  {spec:7s} " + " ".join(row), flush=True)
