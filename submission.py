@@ -140,6 +140,16 @@ __device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
                :: "r"(bar), "r"((uint32_t)pred) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) { mbar_arrive_if(smem_u32(bar), pred); }
+// Release a buffer that this warp read with plain shared-memory loads: `loaded` combines a word of each load's
+// result, and the arrive's address goes through an operation on it, so the arrive issues only once the loads
+// have returned. ptxas does not wait for outstanding loads before an mbarrier arrive: it issued the consumers'
+// release of a raw stage with their last LDS.128 still in flight, and under load the next TMA overwrote those
+// rows first (H100, 256-row tiles in clusters of 4 or 8: B rows 72-79 of a tile wrong in 5-30 % of calls).
+__device__ __forceinline__ void mbar_arrive_after_loads(uint32_t bar, bool pred, uint32_t loaded) {
+  uint32_t addr;   // == bar (min(bar, bar | x) is bar), computed where neither compiler can see it
+  asm volatile("min.u32 %0, %1, %2;" : "=r"(addr) : "r"(bar), "r"(bar | loaded));
+  mbar_arrive_if(addr, pred);
+}
 // wait until the phase with parity `parity` has completed
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
@@ -213,12 +223,6 @@ __device__ __forceinline__ uint32_t cluster_map(uint32_t saddr, uint32_t rank) {
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(saddr), "r"(rank));
   return r;
-}
-__device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
-  return v;
 }
 
 // ---- fixup of tiles split across CTAs --------------------------------------------------------------------
@@ -318,10 +322,9 @@ struct Cfg {
   static constexpr int OFF_BAR = OFF_EPI + NUM_CWG * EPI_BYTES;
   static constexpr int SMEM_BYTES = OFF_BAR + 256 + 1024;          // + barriers + alignment slack
   static constexpr int WS_FLOAT4_PER_UNIT = MB * 16 * 128;         // one consumer warpgroup's (64*MB) x 128 partial
-  // cluster split-K: the CTA's fp32 part of the tile, [128 A rows][B_ROWS + 4] (the 4 spreads the fragment
-  // stores over all banks), over the stage buffers once the main loop is done
-  static constexpr int PART_LD = B_ROWS + 4;
-  static constexpr int PART_BYTES = TILE_ROWS * PART_LD * 4;
+  // cluster split-K: the buffer receiving the cluster's fp32 parts of this CTA's rows (C slots of 1/C of a
+  // tile), over the stage buffers once the main loop is done (ClusterPart below)
+  static constexpr int PART_BYTES = MB * 16 * 256 * 16;
   static_assert(MB == 1 || MB == 2, "MB");
   static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
   static_assert(SMEM_BYTES <= 232448, "shared memory");
@@ -335,8 +338,7 @@ struct Cfg {
   constexpr int RAW_SA = Cfg<MBV>::RAW_SA, RAW_STAGE_BYTES = Cfg<MBV>::RAW_STAGE_BYTES;                     \
   constexpr int OFF_RAW = Cfg<MBV>::OFF_RAW, OFF_ACT = Cfg<MBV>::OFF_ACT, OFF_EPI = Cfg<MBV>::OFF_EPI;      \
   constexpr int OFF_BAR = Cfg<MBV>::OFF_BAR, WS_FLOAT4_PER_UNIT = Cfg<MBV>::WS_FLOAT4_PER_UNIT;             \
-  constexpr int PART_LD = Cfg<MBV>::PART_LD;                                                                \
-  (void)PART_LD; (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
+  (void)MB; (void)B_ROWS; (void)PRODUCER_REGS; (void)TRANSFORM_REGS; (void)CONSUMER_REGS; (void)RAW_B;      \
   (void)OFF_RAW; (void)OFF_EPI; (void)WS_FLOAT4_PER_UNIT;
 
 struct Params {
@@ -488,47 +490,142 @@ __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, 
   }
 }
 
-// 8 fp32 sums (times 2^14) -> fp16 C[m, n..n+7], bounds-checked (the cluster split's epilogue)
-__device__ __forceinline__ void store_c8(const Params& p, int m, int n, int l, float4 s0, float4 s1) {
-  if (m >= p.M || n >= p.N) return;
-  const __half2 h0 = __floats2half2_rn(s0.x * 16384.f, s0.y * 16384.f);
-  const __half2 h1 = __floats2half2_rn(s0.z * 16384.f, s0.w * 16384.f);
-  const __half2 h2 = __floats2half2_rn(s1.x * 16384.f, s1.y * 16384.f);
-  const __half2 h3 = __floats2half2_rn(s1.z * 16384.f, s1.w * 16384.f);
-  const uint4 val = make_uint4(*(const uint32_t*)&h0, *(const uint32_t*)&h1, *(const uint32_t*)&h2,
-                               *(const uint32_t*)&h3);
-  __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
-  if (p.vec_store && n + 8 <= p.N) {
-    *(uint4*)dst = val;
-  } else {
+// One m64 block of C, staged in `epi` as fp16 [A row][64 B rows] (EPI_LD halves per row): A rows m0 ..
+// m0+ROWS-1 (rows of C) x B rows n0 .. n0+63 (columns), as 16-byte coalesced stores, bounds-checked.
+template <int ROWS>
+__device__ __forceinline__ void store_epi(const Params& p, uint32_t epi, int ct, int m0, int n0, int l) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t wv = word(val, i >> 1);
-      if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+  for (int pass = 0; pass < ROWS / 16; ++pass) {
+    const int idx = pass * 128 + ct;
+    const int r = idx >> 3, ch = idx & 7;
+    const int m = m0 + r, n = n0 + ch * 8;
+    if (m < p.M && n < p.N) {
+      const uint4 val = lds128(epi + (r * EPI_LD + ch * 8) * 2);
+      __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
+      if (p.vec_store && n + 8 <= p.N) {
+        *(uint4*)dst = val;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const uint32_t wv = word(val, i >> 1);
+          if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
+        }
+      }
     }
+  }
+}
+__device__ __forceinline__ void sts_half(uint32_t addr, float v) {
+  asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(__half_as_ushort(__float2half_rn(v * 16384.f))) : "memory");
+}
+
+// Cluster split-K as a reduce-scatter. CTA q of the cluster sums A rows [q*128/C, (q+1)*128/C) of the tile.
+// Every consumer thread sends the float4s of its accumulator fragment that fall in CTA q's rows (n8 blocks
+// jj in [q*16/C, (q+1)*16/C): registers 4jj..4jj+3 are one float4) straight into slot `rank` of CTA q's
+// buffer, at [slot][b][jj - q*16/C][thread] (a warp's store is 512 contiguous bytes, conflict-free).
+// Stores to another CTA's shared memory are posted: the scalar version of this (one 4-byte store per value
+// into an [m][n] layout) and the version reading every part remotely (a round trip per load) were slower.
+template <int MB, int C>
+struct ClusterPart {
+  static constexpr int JPO = 16 / C;                       // n8 blocks (8 A rows) owned per CTA
+  static constexpr uint32_t SLOT = MB * JPO * 256 * 16;    // bytes from one sender
+  static_assert(C * SLOT == Cfg<MB>::PART_BYTES, "receive buffer");
+};
+template <int MB, int C>
+__device__ __forceinline__ void scatter_part(const float (&acc)[MB][64], uint32_t part, int lt, uint32_t rank) {
+  using P = ClusterPart<MB, C>;
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    const uint32_t dst = cluster_map(part + rank * P::SLOT + 16 * lt, (uint32_t)q);
+#pragma unroll
+    for (int b = 0; b < MB; ++b)
+#pragma unroll
+      for (int jo = 0; jo < P::JPO; ++jo) {
+        const int jj = q * P::JPO + jo;
+        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};"
+                     :: "r"(dst + (b * P::JPO + jo) * 4096), "f"(acc[b][4 * jj]), "f"(acc[b][4 * jj + 1]),
+                        "f"(acc[b][4 * jj + 2]), "f"(acc[b][4 * jj + 3]) : "memory");
+      }
   }
 }
 __device__ __forceinline__ void add4(float4& s, const float4& u) {
   s.x += u.x; s.y += u.y; s.z += u.z; s.w += u.w;
 }
-// Cluster split-K: 8 columns of one row summed over the C parts (the same shared-memory offset `off` in
-// every CTA of the cluster), in rank order from zero. Every load is issued before the first add, so their
-// latencies (a load from another CTA's shared memory is a round trip) overlap instead of adding up.
-template <int C>
-__device__ __forceinline__ void sum_parts(uint32_t off, float4& s0, float4& s1) {
-  float4 v[2 * C];
+__device__ __forceinline__ float4 lds_f4(uint32_t addr) {
+  const uint4 v = lds128(addr);
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
+}
+// This CTA's rows: the C slots summed in rank order from zero (the same order everywhere: deterministic);
+// sum[b * JPO + jo] belongs to this thread's fragment registers 4jj..4jj+3 of block b, jj = rank*JPO + jo.
+template <int MB, int C>
+__device__ __forceinline__ void sum_slots(uint32_t part, int lt, float4 (&sum)[MB * 16 / C]) {
+  using P = ClusterPart<MB, C>;
+  float4 v[C][MB * P::JPO];
 #pragma unroll
-  for (int q = 0; q < C; ++q) {
-    const uint32_t src = cluster_map(off, (uint32_t)q);
-    v[2 * q] = ld_cluster_f4(src);
-    v[2 * q + 1] = ld_cluster_f4(src + 16);
+  for (int q = 0; q < C; ++q)
+#pragma unroll
+    for (int i = 0; i < MB * P::JPO; ++i) v[q][i] = lds_f4(part + q * P::SLOT + i * 4096 + 16 * lt);
+#pragma unroll
+  for (int i = 0; i < MB * P::JPO; ++i) {
+    sum[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int q = 0; q < C; ++q) add4(sum[i], v[q][i]);
   }
-  s0 = make_float4(0.f, 0.f, 0.f, 0.f);
-  s1 = s0;
+}
+
+__device__ __forceinline__ float comp(const float4& v, int e) {
+  return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
+// After the cluster barrier that publishes every slot (consumer threads): this CTA's rows of the tile summed
+// and stored as C; with G = 2 clusters per tile the sums go to ws instead and the last of the two groups to
+// arrive (a counter per tile and rank, the fixup's release/acquire pattern) adds them in group order and stores.
+template <int MB, int C>
+__device__ __forceinline__ void cluster_finish(const Params& p, uint32_t part, uint32_t epi, int* fix_flag,
+                                               int cta, int cw, int ct, int wq, int g, int t) {
+  using P = ClusterPart<MB, C>;
+  constexpr int B_ROWS = 64 * NUM_CWG * MB, N4 = MB * P::JPO, ROWS = TILE_ROWS / C;
+  const int lt = 128 * cw + ct, G = p.groups;
+  const int rank = (int)cluster_rank();
+  const int tile = cta / (C * G), grp = (cta / C) % G;
+  int l, nt, mt;
+  p.sch.decode(tile, l, nt, mt);
+  float4 sum[N4];
+  sum_slots<MB, C>(part, lt, sum);
+  if (G > 1) {
+    // this (tile, group, rank)'s sums, [i][thread]: coalesced; the two groups of one (tile, rank) C units apart
+    constexpr int UNIT = N4 * 256;
+    float4* const mine = p.ws + ((size_t)(tile * G + grp) * C + rank) * UNIT;
 #pragma unroll
-  for (int q = 0; q < C; ++q) {
-    add4(s0, v[2 * q]);
-    add4(s1, v[2 * q + 1]);
+    for (int i = 0; i < N4; ++i) mine[i * 256 + lt] = sum[i];
+    named_bar_sync(3, 256);   // every consumer thread's sums are in ws (released by the fence in fixup_arrive)
+    if (lt == 0) fix_flag[0] = fixup_arrive(&p.counters[tile * C + rank]);
+    named_bar_sync(3, 256);
+    if (fix_flag[0] != G - 1) return;
+    const float4* const first = p.ws + ((size_t)tile * G * C + rank) * UNIT;
+    float4 u[N4], w[N4];   // G == 2 here: both groups' sums loaded at once, then added in group order
+#pragma unroll
+    for (int i = 0; i < N4; ++i) {
+      u[i] = __ldcg(first + i * 256 + lt);
+      w[i] = __ldcg(first + (size_t)C * UNIT + i * 256 + lt);
+    }
+#pragma unroll
+    for (int i = 0; i < N4; ++i) {
+      sum[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+      add4(sum[i], u[i]);
+      add4(sum[i], w[i]);
+    }
+    if (lt == 0) p.counters[tile * C + rank] = 0;   // ready for the next call
+  }
+#pragma unroll
+  for (int b = 0; b < MB; ++b) {
+#pragma unroll
+    for (int jo = 0; jo < P::JPO; ++jo)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sts_half(epi + ((8 * jo + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2,
+                 comp(sum[b * P::JPO + jo], e));
+    named_bar_sync(1 + cw, 128);
+    store_epi<ROWS>(p, epi, ct, mt * TILE_ROWS + rank * ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
+    named_bar_sync(1 + cw, 128);
   }
 }
 
@@ -586,7 +683,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const uint32_t sc0 = lds32(st + RAW_SA + sf_inblock_offset(r, 0));
       const uint32_t sc1 = lds32(st + RAW_SA + SF_BLOCK_BYTES + sf_inblock_offset(r, 0));
       __syncwarp();
-      if (lane == 0) mbar_arrive(&raw_empty[s]);
+      mbar_arrive_after_loads(smem_u32(&raw_empty[s]), lane == 0, v[0].x | v[1].x | v[2].x | v[3].x | sc0 | sc1);
       mbar_wait(&act_empty[as], ((j / ACT_STAGES) & 1) ^ 1);
       const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
       decode_a_row(v, sc0, sc1, [&](int atom, int chunk, uint32_t o0, uint32_t o1, uint32_t o2, uint32_t o3) {
@@ -641,6 +738,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         // faster than converting each one with R2UR)
         const uint64_t dbase = sw128_desc(__shfl_sync(0xffffffffu, act, 0));
 
+        uint32_t loaded = 0;   // a word of every load from the raw stage (see mbar_arrive_after_loads)
 #pragma unroll
         for (int b = 0; b < MB; ++b) {
           // this thread's fp4 words of rows rw + 64b and rw + 64b + 8, and their scales
@@ -652,10 +750,11 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             x[h] = lds128(st + RAW_B + r * 64 + t * 16);
             sb[h] = lds16(st + RAW_SB + (r >> 7) * SF_STAGE_BYTES + (t >> 1) * SF_BLOCK_BYTES +
                           sf_inblock_offset(r & 127, 2 * (t & 1)));
+            loaded |= x[h].x | sb[h];
           }
           if (b == MB - 1) {   // everything of the raw stage is in registers
             __syncwarp();
-            mbar_arrive_if(raw_empty_u + 8 * s, lane == 0);
+            mbar_arrive_after_loads(raw_empty_u + 8 * s, lane == 0, loaded);
           }
           uint32_t a0 = 0, a1 = 0;               // this scale column's scales (fp16x2, times 2^7)
 #pragma unroll
@@ -707,22 +806,13 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       const bool whole = seg_begin == tile * nk && seg_end == (tile + 1) * nk;
       bool finish = true;
       if (p.cluster > 1) {
-        // cluster split-K: this CTA's part of the tile goes, transposed to [m][n], into its own shared memory
-        // (over the stage buffers: both consumer warpgroups are past their last wgmma and every stage has
-        // been consumed); the cluster reduces it after the loop
-        named_bar_sync(3, 256);
-        const uint32_t part = sbase + OFF_RAW;
-#pragma unroll
-        for (int b = 0; b < MB; ++b)
-#pragma unroll
-          for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int n_local = 64 * MB * cw + 64 * b + 16 * wq + g + 8 * (e >> 1);
-              const int m_local = 8 * jj + 2 * t + (e & 1);
-              asm volatile("st.shared.f32 [%0], %1;" :: "r"(part + (m_local * PART_LD + n_local) * 4),
-                           "f"(acc[b][4 * jj + e]) : "memory");
-            }
+        // cluster split-K: once every CTA of the cluster is past its main loop (the stage buffers, which
+        // receive the parts, are free everywhere), this CTA's fragments go to the CTAs that sum them
+        cluster_sync();
+        const uint32_t part = sbase + OFF_RAW, rank = cluster_rank();
+        if (p.cluster == 2) scatter_part<MB, 2>(acc, part, 128 * cw + ct, rank);
+        else if (p.cluster == 4) scatter_part<MB, 4>(acc, part, 128 * cw + ct, rank);
+        else scatter_part<MB, 8>(acc, part, 128 * cw + ct, rank);
         finish = false;
       } else if (!whole) {
         const int unit = (int)(tile * NUM_CWG + cw);
@@ -765,91 +855,21 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 #pragma unroll
           for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int n_local = 16 * wq + g + 8 * (e >> 1);
-              const int m_local = 8 * jj + 2 * t + (e & 1);
-              const unsigned short hv = __half_as_ushort(__float2half_rn(acc[b][4 * jj + e] * 16384.f));
-              asm volatile("st.shared.u16 [%0], %1;" :: "r"(epi + (m_local * EPI_LD + n_local) * 2), "h"(hv) : "memory");
-            }
+            for (int e = 0; e < 4; ++e)
+              sts_half(epi + ((8 * jj + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2, acc[b][4 * jj + e]);
           named_bar_sync(1 + cw, 128);
-#pragma unroll
-          for (int pass = 0; pass < 8; ++pass) {
-            const int idx = pass * 128 + ct;
-            const int m_local = idx >> 3, ch = idx & 7;
-            const int m = mt * TILE_ROWS + m_local;
-            const int n = nt * B_ROWS + 64 * MB * cw + 64 * b + ch * 8;
-            if (m < p.M && n < p.N) {
-              const uint4 val = lds128(epi + (m_local * EPI_LD + ch * 8) * 2);
-              __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
-              if (p.vec_store && n + 8 <= p.N) {
-                *(uint4*)dst = val;
-              } else {
-#pragma unroll
-                for (int i = 0; i < 8; ++i) {
-                  const uint32_t wv = word(val, i >> 1);
-                  if (n + i < p.N) dst[i] = __ushort_as_half((unsigned short)(wv >> (16 * (i & 1))));
-                }
-              }
-            }
-          }
+          store_epi<TILE_ROWS>(p, epi, ct, mt * TILE_ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
           named_bar_sync(1 + cw, 128);
         }
       }
     }
     if (p.cluster > 1) {
-      // every part of the tile is in the cluster's shared memory: CTA `rank` sums rows [rank*128/C, ...) of
-      // it over the C parts in rank order (the same order in every CTA: deterministic). With one cluster per
-      // tile it stores them; with G clusters per tile each CTA puts its sums in ws, and the last of the G to
-      // arrive (a counter per tile and rank, as in the fixup) adds them in group order and stores.
       // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
-      cluster_sync();
-      const int C = p.cluster, G = p.groups;
-      const int rank = (int)cluster_rank();
-      const int tile = cta / (C * G), grp = (cta / C) % G;
-      int l, nt, mt;
-      sch.decode(tile, l, nt, mt);
+      cluster_sync();   // every slot written (release / acquire at cluster scope); no remote access after this
       const uint32_t part = sbase + OFF_RAW;
-      constexpr int CHUNKS = B_ROWS / 8;          // 8 columns (two float4) per item
-      const int rows = TILE_ROWS / C, items = rows * CHUNKS;
-      // this (tile, group, rank)'s sums in ws: items x 2 float4, groups of one (tile, rank) C units apart
-      float4* const mine = p.ws + ((size_t)(tile * G + grp) * C + rank) * items * 2;
-      for (int idx = tid - 128; idx < items; idx += 256) {
-        const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
-        const uint32_t off = part + (m_local * PART_LD + ch * 8) * 4;
-        float4 s0, s1;
-        if (C == 2) sum_parts<2>(off, s0, s1);
-        else if (C == 4) sum_parts<4>(off, s0, s1);
-        else sum_parts<8>(off, s0, s1);
-        if (G == 1) {
-          store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
-        } else {
-          mine[2 * idx] = s0;
-          mine[2 * idx + 1] = s1;
-        }
-      }
-      cluster_sync();   // no CTA leaves (freeing its shared memory) while another still reads its part
-      if (G > 1) {
-        named_bar_sync(3, 256);   // every consumer thread's sums are in ws (release through the fence below)
-        if (tid == 128) fix_flag[0] = fixup_arrive(&p.counters[tile * C + rank]);
-        named_bar_sync(3, 256);
-        if (fix_flag[0] == G - 1) {
-          const float4* const first = p.ws + ((size_t)tile * G * C + rank) * items * 2;
-          for (int idx = tid - 128; idx < items; idx += 256) {
-            const int m_local = rank * rows + idx / CHUNKS, ch = idx % CHUNKS;
-            // G == 2 here: both groups' sums loaded at once, then added in group order (deterministic)
-            const float4* src = first + 2 * idx;
-            const float4* src1 = src + (size_t)C * items * 2;
-            const float4 u0 = __ldcg(src), u1 = __ldcg(src + 1), w0 = __ldcg(src1), w1 = __ldcg(src1 + 1);
-            float4 s0 = make_float4(0.f, 0.f, 0.f, 0.f), s1 = s0;
-            add4(s0, u0);
-            add4(s1, u1);
-            add4(s0, w0);
-            add4(s1, w1);
-            store_c8(p, mt * TILE_ROWS + m_local, nt * B_ROWS + ch * 8, l, s0, s1);
-          }
-          if (tid == 128) p.counters[tile * C + rank] = 0;   // ready for the next call
-        }
-      }
+      if (p.cluster == 2) cluster_finish<MB, 2>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
+      else if (p.cluster == 4) cluster_finish<MB, 4>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
+      else cluster_finish<MB, 8>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
     }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies

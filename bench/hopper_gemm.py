@@ -172,18 +172,19 @@ def trivial_kernel_us(reps):
     return bench(lambda: x.add_(1), reps)
 
 
-def build_probe(mode, mb=None, defines=()):
+def build_probe(mode, mb=None, defines=(), sm90_source=None):
     """The same kernel with some fp4 decodes skipped (wrong results): where is the time going?
     mb: (used by the caller) force the B tile height at launch: 1 = 128 rows, 2 = 256 rows, 0 = per shape.
-    defines: more NAME=VALUE macros of the kernel sources (an experiment switch added to the sources for a trial)."""
+    defines: more NAME=VALUE macros of the kernel sources (an experiment switch added to the sources for a trial).
+    sm90_source: another file in place of kernels/sm90/nvfp4_gemm_sm90.cuh (say an earlier version, for an A/B)."""
     from torch.utils.cpp_extension import load_inline
     # the probes live in the kernel sources only (kernels/generate.py resolves them out of submission.py)
     kernels = os.path.join(ROOT, "kernels")
-    source = "".join(open(os.path.join(kernels, *part)).read()
-                     for part in (("common", "nvfp4_common.cuh"), ("sm90", "nvfp4_gemm_sm90.cuh")))
+    sm90 = sm90_source or os.path.join(kernels, "sm90", "nvfp4_gemm_sm90.cuh")
+    source = open(os.path.join(kernels, "common", "nvfp4_common.cuh")).read() + open(sm90).read()
     flags = ["-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", f"-DNVFP4_PROFILE_MODE={mode}"]
     flags += [f"-D{d}" for d in defines]
-    tag = "".join(c if c.isalnum() else "_" for c in "_".join(defines))
+    tag = "".join(c if c.isalnum() else "_" for c in "_".join(defines + ((sm90_source,) if sm90_source else ())))
     return load_inline(name=f"nvfp4_sm90_probe{mode}{tag}", cpp_sources=[submission.CPP_SM90],
                        cuda_sources=[source], functions=["sm90_gemm"], extra_cuda_cflags=flags)
 
@@ -229,8 +230,9 @@ def main():
     ap.add_argument("--no-checks", action="store_true")
     ap.add_argument("--mb-sweep", action="store_true", help="also check and time both B tile heights (128/256 rows)")
     ap.add_argument("--variants", default="", help="comma-separated builds of the kernel sources, each "
-                    "NAME=MACRO=V[+MACRO=V...], timed with the per-shape configuration (and checked unless a "
-                    "NVFP4_PROFILE_MODE is set), e.g. loads=NVFP4_PROFILE_MODE=46")
+                    "NAME=MACRO=V[+MACRO=V...] or NAME=@FILE (FILE in place of kernels/sm90/nvfp4_gemm_sm90.cuh, "
+                    "e.g. an earlier version for an A/B in one run), timed with the per-shape configuration (and "
+                    "checked unless a NVFP4_PROFILE_MODE is set), e.g. loads=NVFP4_PROFILE_MODE=46")
     ap.add_argument("--configs", default="", help="comma-separated MB:C configurations of the shipped build to "
                     "force, check and time (MB:C[:G]: MB 1 or 2; C 1 = balanced split over all SMs, 2/4/8 = cluster "
                     "split-K over G = 1 or 2 clusters per tile)")
@@ -281,11 +283,12 @@ def main():
     variant_rows = []
     for spec in filter(None, args.variants.split(",")):
         name, _, defs = spec.partition("=")
-        defines = tuple(defs.split("+"))
+        sm90_source = defs[1:] if defs.startswith("@") else None
+        defines = () if sm90_source else tuple(defs.split("+"))
         mode = next((int(d.split("=")[1]) for d in defines if d.startswith("NVFP4_PROFILE_MODE=")), 0)
         defines = tuple(d for d in defines if not d.startswith("NVFP4_PROFILE_MODE="))
         try:
-            vmod = build_probe(mode, None, defines)
+            vmod = build_probe(mode, None, defines, sm90_source)
             ok = check_mb(vmod, 0, [(128, 256, 256, 1), (200, 320, 384, 2), (128, 7168, 2048, 1)], 0, 1) \
                 if mode == 0 else None
             times = [time_probe(vmod, m, n, k, l, args.reps, 0, 0, 1) for (m, n, k, l) in BENCH + BIG]

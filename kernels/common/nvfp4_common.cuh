@@ -87,6 +87,16 @@ __device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
                :: "r"(bar), "r"((uint32_t)pred) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) { mbar_arrive_if(smem_u32(bar), pred); }
+// Release a buffer that this warp read with plain shared-memory loads: `loaded` combines a word of each load's
+// result, and the arrive's address goes through an operation on it, so the arrive issues only once the loads
+// have returned. ptxas does not wait for outstanding loads before an mbarrier arrive: it issued the consumers'
+// release of a raw stage with their last LDS.128 still in flight, and under load the next TMA overwrote those
+// rows first (H100, 256-row tiles in clusters of 4 or 8: B rows 72-79 of a tile wrong in 5-30 % of calls).
+__device__ __forceinline__ void mbar_arrive_after_loads(uint32_t bar, bool pred, uint32_t loaded) {
+  uint32_t addr;   // == bar (min(bar, bar | x) is bar), computed where neither compiler can see it
+  asm volatile("min.u32 %0, %1, %2;" : "=r"(addr) : "r"(bar), "r"(bar | loaded));
+  mbar_arrive_if(addr, pred);
+}
 // wait until the phase with parity `parity` has completed
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
@@ -160,12 +170,6 @@ __device__ __forceinline__ uint32_t cluster_map(uint32_t saddr, uint32_t rank) {
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(saddr), "r"(rank));
   return r;
-}
-__device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
-  return v;
 }
 
 // ---- fixup of tiles split across CTAs --------------------------------------------------------------------
