@@ -91,7 +91,7 @@ __device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) { mbar_
 // result, and the arrive's address goes through an operation on it, so the arrive issues only once the loads
 // have returned. ptxas does not wait for outstanding loads before an mbarrier arrive: it issued the consumers'
 // release of a raw stage with their last LDS.128 still in flight, and under load the next TMA overwrote those
-// rows first (H100, 256-row tiles in clusters of 4 or 8: B rows 72-79 of a tile wrong in 5-30 % of calls).
+// rows first (H100, 256-row tiles in clusters of 4 or 8: B rows 72-79 of a tile wrong in 5-43 % of calls).
 __device__ __forceinline__ void mbar_arrive_after_loads(uint32_t bar, bool pred, uint32_t loaded) {
   uint32_t addr;   // == bar (min(bar, bar | x) is bar), computed where neither compiler can see it
   asm volatile("min.u32 %0, %1, %2;" : "=r"(addr) : "r"(bar), "r"(bar | loaded));
