@@ -3,7 +3,8 @@
 # FP8, forced (MB, cluster) configurations, the evaluator's own test / robustness / benchmark runs and the GPU
 # tests of the submission. Prints a short summary at the end; full logs go to $OUT/hopper.log.
 # Usage (repo root, on the GPU machine): bash bench/hopper_kernel_gpu.sh [STEP ...]
-#   steps: kernel configs eval gputests   (default: all);  CONFIGS="1:1,2:1,..." REPS=30
+#   steps: kernel configs eval gputests stress   (default: all);  CONFIGS="1:1,2:1,..." REPS=30
+#   stress: bench/cluster_stress.py, STRESS_CALLS (40) repeated calls of each cluster configuration (races)
 #   VARIANTS="name=MACRO=V+...,..." adds builds of kernels/ with those macros to the configs step
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -20,7 +21,7 @@ step() {  # name, command...
     { echo "=== $name (rc=$rc): $*"; cat "$OUT/$name.log"; } >>"$OUT/hopper.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-for s in ${*:-kernel configs eval gputests}; do
+for s in ${*:-kernel configs eval gputests stress}; do
     case $s in
         kernel) step kernel python3 bench/hopper_gemm.py --reps "$REPS" ;;
         configs) step configs python3 bench/hopper_gemm.py --reps "$REPS" --no-checks --configs "$CONFIGS" \
@@ -29,11 +30,12 @@ for s in ${*:-kernel configs eval gputests}; do
               step robust python3 eval.py test --set robustness
               step benchmark python3 eval.py benchmark ;;
         gputests) step gputests python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_submission_source.py ;;
+        stress) step stress python3 bench/cluster_stress.py --calls "${STRESS_CALLS:-40}" ;;
         *) echo "unknown step $s" ;;
     esac
 done
 echo "==== tails"
-for f in kernel configs test robust benchmark gputests; do
+for f in kernel configs test robust benchmark gputests stress; do
     [ -f "$OUT/$f.log" ] && { echo "--- $f"; tail -n 22 "$OUT/$f.log"; }
 done
 echo "==== summary"; printf '%s\n' "${summary[@]}"
