@@ -8,7 +8,8 @@ build_probe; NAME=@FILE puts FILE in place of kernels/sm90/nvfp4_gemm_sm90.cuh) 
 each, alternating two input sets as eval.py benchmark does. For the first wrong calls of a case it prints where
 the wrong elements are (tile of 256 B rows, band of 32 A rows, 64-row block of B: which CTA rank and which
 consumer warps) and how many fit simple stories (a k-range's partial missing or counted twice, the previous
-call's data). This is how the raw-stage release race (mbar_arrive_after_loads) was found."""
+call's data). Exits 1 if any call was wrong. This is how the raw-stage release race (mbar_arrive_after_loads)
+was found."""
 import argparse
 import os
 import sys
@@ -98,10 +99,13 @@ def main():
         name, _, defs = spec.partition("=")
         src = defs[1:] if defs.startswith("@") else None
         builds.append((name, build_probe(0, None, () if src else tuple(defs.split("+")), src)))
+    any_wrong = False
     for name, mod in builds:
         for s, w, x in stress(mod, args.calls, cases):
             print(f"{name:>10} {s:>26}: {w}/{args.calls} wrong calls (max {x} elements)", flush=True)
+            any_wrong |= w > 0
+    return 1 if any_wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
