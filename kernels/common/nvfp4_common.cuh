@@ -86,7 +86,6 @@ __device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
                :: "r"(bar), "r"((uint32_t)pred) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_if(uint64_t* bar, bool pred) { mbar_arrive_if(smem_u32(bar), pred); }
 // Release a buffer that this warp read with plain shared-memory loads: `loaded` combines a word of each load's
 // result, and the arrive's address goes through an operation on it, so the arrive issues only once the loads
 // have returned. ptxas does not wait for outstanding loads before an mbarrier arrive: it issued the consumers'
@@ -116,17 +115,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
       :: "r"(dst), "l"((uint64_t)map), "r"(bar), "r"(x), "r"(y) : "memory");
 }
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y) {
-  tma_load_2d(smem_u32(dst), map, smem_u32(bar), x, y);
-}
 // 1-D bulk copy global -> shared (bytes % 16 == 0, both addresses 16-byte aligned)
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
       :: "r"(dst), "l"((uint64_t)src), "r"(bytes), "r"(bar) : "memory");
-}
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  bulk_load(smem_u32(dst), src, bytes, smem_u32(bar));
 }
 // L2 cache policies for the two loads below (CUTLASS's constants)
 constexpr uint64_t kEvictFirst = 0x12F0000000000000ull, kEvictLast = 0x14F0000000000000ull;
