@@ -4,6 +4,8 @@
 # tests of the submission. Prints a short summary at the end; full logs go to $OUT/hopper.log.
 # Usage (repo root, on the GPU machine): bash bench/hopper_kernel_gpu.sh [STEP ...]
 #   steps: kernel configs eval gputests stress   (default: all);  CONFIGS="1:1,2:1,..." REPS=30
+#   also (not in the default): micro  bench/micro/wgmma_rate.cu (tensor rate of the instruction mix, no loads)
+#                              probes PROBES="11,256" (NVFP4_PROFILE_MODE builds) and VARIANTS, timing only
 #   stress: bench/cluster_stress.py, STRESS_CALLS (40) repeated calls of each cluster configuration (races)
 #   VARIANTS="name=MACRO=V+...,..." adds builds of kernels/ with those macros to the configs step
 set -u
@@ -30,12 +32,16 @@ for s in ${*:-kernel configs eval gputests stress}; do
               step robust python3 eval.py test --set robustness
               step benchmark python3 eval.py benchmark ;;
         gputests) step gputests python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_submission_source.py ;;
+        micro) step micro bash -c 'nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/micro/wgmma_rate.cu \
+                   -o /tmp/wgmma_rate && /tmp/wgmma_rate' ;;
+        probes) step probes python3 bench/hopper_gemm.py --reps "$REPS" --no-checks ${PROBES:+--probes "$PROBES"} \
+                    ${VARIANTS:+--variants "$VARIANTS"} ;;
         stress) step stress python3 bench/cluster_stress.py --calls "${STRESS_CALLS:-40}" ;;
         *) echo "unknown step $s" ;;
     esac
 done
 echo "==== tails"
-for f in kernel configs test robust benchmark gputests stress; do
+for f in micro probes kernel configs test robust benchmark gputests stress; do
     [ -f "$OUT/$f.log" ] && { echo "--- $f"; tail -n 22 "$OUT/$f.log"; }
 done
 echo "==== summary"; printf '%s\n' "${summary[@]}"
