@@ -281,22 +281,12 @@ CUDA_SM90 = CUDA_COMMON + r"""
 #ifndef NVFP4_STAGES_MB1
 #define NVFP4_STAGES_MB1 43   // the same for 128-row tiles
 #endif
-#ifndef NVFP4_STAGES_WIDE
-#define NVFP4_STAGES_WIDE 33  // the same for the wide tile (MB = 3), whose decoded buffers hold 64 k each
-#endif
 namespace nvfp4 {
 namespace sm90 {
 
 // CTA tile: B_ROWS B rows (NUM_CWG consumer warpgroups x MB m64 blocks each) x 128 A rows, 128 k per stage.
 // MB = 2 (256-row B tiles) halves the A-decode work per MMA; MB = 1 (128-row tiles) gives twice the work
 // units, better when each SM would get only a few k-blocks. The launcher picks one per shape.
-// MBV = 3, the wide tile: the same 256 B rows x 128 A rows, with the roles swapped: the consumers decode A
-// (one m64 block of A rows each) into wgmma fragments and the transform decodes B into shared memory; each
-// fragment feeds two m64n128k16 (the two 128-row halves of the B tile), so the consumer decodes half as much
-// per tensor cycle (bench/micro/wgmma_rate.cu: 772 TFLOP/s for m64n256k16 with the decode against 508 for
-// the two-block mix; one m64n256k16 needs more registers than the 512-thread CTA's 128 at entry). Its
-// decoded buffers hold 64 k of the 256 B rows (32 KB) each, one per wgmma group. The accumulators are
-// [the two halves of the B rows][64].
 constexpr int NUM_CWG = 2;                    // consumer warpgroups
 constexpr int PRODUCER_WARP = 4 * (1 + NUM_CWG);
 constexpr int THREADS = 32 * (PRODUCER_WARP + 4);  // WG0 transform, WG1-2 consumers, WG3 producer (one warp works)
@@ -305,16 +295,12 @@ constexpr int ACT_STAGE_BYTES = 2 * ACT_ATOM_BYTES;  // 32768
 constexpr int EPI_LD = 72;                         // halves per row of the epilogue buffer
 constexpr int EPI_BYTES = TILE_ROWS * EPI_LD * 2;  // per consumer warpgroup (one m64 block at a time)
 
-constexpr int EPI_LD_WIDE = 136;                   // halves per row of the wide tile's epilogue buffer (64 A rows)
-
-template <int MBV_>
+template <int MB_>
 struct Cfg {
-  static constexpr bool WIDE = MBV_ == 3;
-  static constexpr int MB = WIDE ? 2 : MBV_;           // accumulator blocks of 64 registers (m64 blocks, or the
-                                                       // two 128-row halves of the wide tile's n256)
+  static constexpr int MB = MB_;                       // m64 blocks (64 B rows each) per consumer warpgroup
   static constexpr int B_ROWS = 64 * NUM_CWG * MB;     // 256 or 128
   // TMA ring depth (fp4 + scales; 5 or 6 for MB = 1 measured no faster) and decoded-A buffers, as RAW*10+ACT
-  static constexpr int STAGES = WIDE ? NVFP4_STAGES_WIDE : MB == 2 ? NVFP4_STAGES_MB2 : NVFP4_STAGES_MB1;
+  static constexpr int STAGES = MB == 2 ? NVFP4_STAGES_MB2 : NVFP4_STAGES_MB1;
   static constexpr int RAW_STAGES = STAGES / 10;
   static constexpr int ACT_STAGES = STAGES % 10;
   static constexpr int PRODUCER_REGS = 24, TRANSFORM_REGS = 56, CONSUMER_REGS = 216;  // setmaxnreg: 128*(24+56) + 256*216 = 64K
@@ -333,13 +319,11 @@ struct Cfg {
   // tile), over the stage buffers once the main loop is done (ClusterPart below)
   static constexpr int PART_BYTES = MB * 16 * 256 * 16;
   static_assert(MB == 1 || MB == 2, "MB");
-  static_assert(EPI_LD_WIDE * 64 <= EPI_LD * TILE_ROWS, "wide epilogue buffer");
   static_assert(RAW_STAGE_BYTES % 1024 == 0, "stage alignment");
   static_assert(SMEM_BYTES <= 232448, "shared memory");
   static_assert(PART_BYTES <= OFF_EPI, "cluster partial must fit in the stage buffers");
 };
 #define NVFP4_SM90_CFG(MBV)                                                                                  \
-  constexpr bool WIDE = Cfg<MBV>::WIDE;                                                                     \
   constexpr int MB = Cfg<MBV>::MB, B_ROWS = Cfg<MBV>::B_ROWS, RAW_STAGES = Cfg<MBV>::RAW_STAGES;            \
   constexpr int ACT_STAGES = Cfg<MBV>::ACT_STAGES, PRODUCER_REGS = Cfg<MBV>::PRODUCER_REGS;                 \
   constexpr int TRANSFORM_REGS = Cfg<MBV>::TRANSFORM_REGS, CONSUMER_REGS = Cfg<MBV>::CONSUMER_REGS;         \
@@ -472,12 +456,11 @@ __device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint3
 // One A row of one 128-k stage -> fp16 (value * scale * 2^-7) in the K permutation, as wgmma's shared
 // operand wants it: v = the row's 64 fp4 bytes in memory order, sc0 / sc1 = its scale bytes 0-3 / 4-7.
 // store(atom, chunk, o0..o3) gets 16-byte chunk `chunk` (0-7) of 64-k atom `atom` (0-1) of the row, unswizzled.
-// decode_row_half<H> does k16 steps 4H..4H+3 only (64-k atom H).
-template <int H, typename Store>
-__device__ __forceinline__ void decode_row_half(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
+template <typename Store>
+__device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
   uint32_t sc[4];                      // the scales of one half (ks 0-3: scale bytes 0, 2, 4, 6; ks 4-7: 1, 3, 5, 7)
 #pragma unroll
-  for (int ks = 4 * H; ks < 4 * H + 4; ++ks) {   // k16 step
+  for (int ks = 0; ks < 8; ++ks) {     // k16 step
     if ((ks & 3) == 0)
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
@@ -499,25 +482,18 @@ __device__ __forceinline__ void decode_row_half(const uint4 (&v)[4], uint32_t sc
     }
   }
 }
-template <typename Store>
-__device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
-  decode_row_half<0>(v, sc0, sc1, store);
-  decode_row_half<1>(v, sc0, sc1, store);
-}
 
-// A block of C staged in `epi` as fp16 [A row][B row] (LD halves per row): A rows m0 .. m0+ROWS-1 (rows
-// of C) x B rows n0 .. n0+COLS-1 (columns), as 16-byte coalesced stores by 128 threads, bounds-checked.
-template <int ROWS, int COLS = 64, int LD = EPI_LD>
+// One m64 block of C, staged in `epi` as fp16 [A row][64 B rows] (EPI_LD halves per row): A rows m0 ..
+// m0+ROWS-1 (rows of C) x B rows n0 .. n0+63 (columns), as 16-byte coalesced stores, bounds-checked.
+template <int ROWS>
 __device__ __forceinline__ void store_epi(const Params& p, uint32_t epi, int ct, int m0, int n0, int l) {
-  constexpr int CPR = COLS / 8;        // 16-byte chunks per row
-  static_assert(ROWS * CPR % 128 == 0, "whole passes");
 #pragma unroll
-  for (int pass = 0; pass < ROWS * CPR / 128; ++pass) {
+  for (int pass = 0; pass < ROWS / 16; ++pass) {
     const int idx = pass * 128 + ct;
-    const int r = idx / CPR, ch = idx % CPR;
+    const int r = idx >> 3, ch = idx & 7;
     const int m = m0 + r, n = n0 + ch * 8;
     if (m < p.M && n < p.N) {
-      const uint4 val = lds128(epi + (r * LD + ch * 8) * 2);
+      const uint4 val = lds128(epi + (r * EPI_LD + ch * 8) * 2);
       __half* dst = p.c + c_offset(m, n, l, p.M, p.N);
       if (p.vec_store && n + 8 <= p.N) {
         *(uint4*)dst = val;
@@ -533,11 +509,6 @@ __device__ __forceinline__ void store_epi(const Params& p, uint32_t epi, int ct,
 }
 __device__ __forceinline__ void sts_half(uint32_t addr, float v) {
   asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"(__half_as_ushort(__float2half_rn(v * 16384.f))) : "memory");
-}
-// two neighbouring B rows of one A row (the wide tile's fragments hold C in its own [m][n] order)
-__device__ __forceinline__ void sts_half2(uint32_t addr, float v0, float v1) {
-  const __half2 h = __floats2half2_rn(v0 * 16384.f, v1 * 16384.f);
-  asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(*reinterpret_cast<const uint32_t*>(&h)) : "memory");
 }
 
 // Cluster split-K as a reduce-scatter. CTA q of the cluster sums A rows [q*128/C, (q+1)*128/C) of the tile.
@@ -600,9 +571,7 @@ __device__ __forceinline__ float comp(const float4& v, int e) {
 // After the cluster barrier that publishes every slot (consumer threads): this CTA's rows of the tile summed
 // and stored as C; with G = 2 clusters per tile the sums go to ws instead and the last of the two groups to
 // arrive (a counter per tile and rank, the fixup's release/acquire pattern) adds them in group order and stores.
-// The wide tile (WIDE): fragment block b is B rows 128b.., n8 block jj is B rows 8jj.. of it, so this CTA
-// holds B rows 128b + 8*rank*JPO .. (+8*JPO) of every A row.
-template <int MB, int C, bool WIDE>
+template <int MB, int C>
 __device__ __forceinline__ void cluster_finish(const Params& p, uint32_t part, uint32_t epi, int* fix_flag,
                                                int cta, int cw, int ct, int wq, int g, int t) {
   using P = ClusterPart<MB, C>;
@@ -641,26 +610,14 @@ __device__ __forceinline__ void cluster_finish(const Params& p, uint32_t part, u
   }
 #pragma unroll
   for (int b = 0; b < MB; ++b) {
-    if constexpr (WIDE) {
 #pragma unroll
-      for (int jo = 0; jo < P::JPO; ++jo)
+    for (int jo = 0; jo < P::JPO; ++jo)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)   // A rows g, g + 8 of the warp's 16; B rows 2t, 2t + 1 of the n8 block
-          sts_half2(epi + ((16 * wq + g + 8 * h) * EPI_LD_WIDE + 8 * jo + 2 * t) * 2,
-                    comp(sum[b * P::JPO + jo], 2 * h), comp(sum[b * P::JPO + jo], 2 * h + 1));
-      named_bar_sync(1 + cw, 128);
-      store_epi<64, 8 * P::JPO, EPI_LD_WIDE>(p, epi, ct, mt * TILE_ROWS + 64 * cw,
-                                             nt * B_ROWS + 128 * b + 8 * rank * P::JPO, l);
-    } else {
-#pragma unroll
-      for (int jo = 0; jo < P::JPO; ++jo)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          sts_half(epi + ((8 * jo + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2,
-                   comp(sum[b * P::JPO + jo], e));
-      named_bar_sync(1 + cw, 128);
-      store_epi<ROWS>(p, epi, ct, mt * TILE_ROWS + rank * ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
-    }
+      for (int e = 0; e < 4; ++e)
+        sts_half(epi + ((8 * jo + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2,
+                 comp(sum[b * P::JPO + jo], e));
+    named_bar_sync(1 + cw, 128);
+    store_epi<ROWS>(p, epi, ct, mt * TILE_ROWS + rank * ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
     named_bar_sync(1 + cw, 128);
   }
 }
@@ -705,61 +662,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     // ------------------------------------------------------------------ transform: A tile -> fp16 smem
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TRANSFORM_REGS));
     NVFP4_ITER_RANGE
-    if constexpr (WIDE) {
-      // the wide tile: B rows tid and tid + 128 of the tile; each k-block fills two decoded buffers (64 k each)
-      int as = 0;
-      uint32_t aph = 0;
-      for (long long it = it_begin; it < it_end; ++it) {
-        const int j = (int)(it - it_begin);
-        const int s = j % RAW_STAGES;
-        mbar_wait(&raw_full[s], (j / RAW_STAGES) & 1);
-        const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
-        uint4 v[2][4];
-        uint32_t sc[2][2];
-        uint32_t loaded = 0;
-        auto load_row = [&](int i) {
-          const int r = tid + 128 * i;
-#pragma unroll
-          for (int c = 0; c < 4; ++c)  // 64-byte TMA swizzle, as for A in the other tiles
-            v[i][c] = lds128(st + RAW_B + r * 64 + ((c ^ ((r >> 1) & 3)) << 4));
-          const uint32_t sf = st + RAW_SB + (r >> 7) * SF_STAGE_BYTES + sf_inblock_offset(r & 127, 0);
-          sc[i][0] = lds32(sf);
-          sc[i][1] = lds32(sf + SF_BLOCK_BYTES);
-          loaded |= v[i][0].x | v[i][1].x | v[i][2].x | v[i][3].x | sc[i][0] | sc[i][1];
-        };
-        auto decode = [&](int i, int h, uint32_t act) {
-          const int r = tid + 128 * i;
-          auto store = [&](int, int chunk, uint32_t o0, uint32_t o1, uint32_t o2, uint32_t o3) {
-            sts128(act + r * 128 + ((chunk ^ (r & 7)) << 4), o0, o1, o2, o3);
-          };
-          if (h == 0) decode_row_half<0>(v[i], sc[i][0], sc[i][1], store);
-          else decode_row_half<1>(v[i], sc[i][0], sc[i][1], store);
-        };
-        // row 1 is loaded once row 0's first half is decoded (fewer live registers: loading both first spilled)
-        load_row(0);
-        mbar_wait(&act_empty[as], aph ^ 1);
-        uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
-        decode(0, 0, act);
-        load_row(1);
-        __syncwarp();
-        mbar_arrive_after_loads(smem_u32(&raw_empty[s]), lane == 0, loaded);
-        decode(1, 0, act);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (h == 1) {
-            mbar_wait(&act_empty[as], aph ^ 1);
-            act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
-            decode(0, 1, act);
-            decode(1, 1, act);
-          }
-          fence_proxy_async();
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&act_full[as]);
-          if (++as == ACT_STAGES) { as = 0; aph ^= 1; }
-        }
-      }
-      return;
-    }
     const int r = tid;  // row of the A tile
     for (long long it = it_begin; it < it_end; ++it) {
       const int j = (int)(it - it_begin);
@@ -803,7 +705,6 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
     static_assert(GS == 2 || GS == 4, "wgmma group size");
     uint32_t frag[NBUF][GS][4];
     int act_pending = -1;   // act stage whose last wgmma group may still be running
-    int act_pending2 = -1;  // (the wide tile, one decoded buffer per group: the group before that one's)
     // barriers as 32-bit shared addresses (8 bytes each), computed once
     const uint32_t raw_full_u = smem_u32(raw_full), raw_empty_u = raw_full_u + 8 * RAW_STAGES;
     const uint32_t act_full_u = raw_empty_u + 8 * RAW_STAGES, act_empty_u = act_full_u + 8 * ACT_STAGES;
@@ -821,55 +722,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
 
-      if constexpr (WIDE) for (int kq = (int)(seg_end - it); kq > 0; --kq) {
-        // the wide tile: this thread's A rows ra and ra + 8 (one m64 block of A rows per warpgroup), two groups
-        // of 4 m64n256k16 per k-block, each over its own decoded buffer of 64 k of the tile's 256 B rows
-        mbar_wait(raw_full_u + 8 * s, ph);
-        const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
-        const int ra = 64 * cw + 16 * wq + g;
-        uint4 x[2];
-        uint32_t sa[2];
-        uint32_t loaded = 0;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = ra + 8 * h;
-          x[h] = lds128(st + RAW_A + r * 64 + t * 16);
-          sa[h] = lds16(st + RAW_SA + (t >> 1) * SF_BLOCK_BYTES + sf_inblock_offset(r, 2 * (t & 1)));
-          loaded |= x[h].x | sa[h];
-        }
-        __syncwarp();
-        mbar_arrive_after_loads(raw_empty_u + 8 * s, lane == 0, loaded);
-#pragma unroll
-        for (int gi = 0; gi < 2; ++gi) {   // group gi: k16 steps 4gi..4gi+3 (scale column gi of the thread's two)
-          wgmma_wait<1>();                 // the group before last is done: its fragments and buffer are free
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) keep(frag[gi][kk]);
-          __syncwarp();
-          mbar_arrive_if(act_empty_u + 8 * (act_pending2 < 0 ? 0 : act_pending2), lane == 0 && act_pending2 >= 0);
-          const uint32_t a0 = scale_x2((sa[0] >> (8 * gi)) & 0xFF), a1 = scale_x2((sa[1] >> (8 * gi)) & 0xFF);
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            const int q = 2 * gi + (kk >> 1);
-            const uint32_t w0 = word(x[0], q), w1 = word(x[1], q);
-            if ((kk & 1) == 0) decode_step<0>(frag[gi][kk], w0, w1, a0, a1);
-            else decode_step<2>(frag[gi][kk], w0, w1, a0, a1);
-          }
-          mbar_wait(act_full_u + 8 * as, aph);
-          const uint64_t desc = sw128_desc(__shfl_sync(0xffffffffu, sbase + OFF_ACT + as * ACT_STAGE_BYTES, 0));
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {   // one fragment, both 128-row halves of the buffer (+16 KB)
-            wgmma_m64n128k16_rs(acc[0], frag[gi][kk], desc + (uint64_t)(kk * 2));
-            wgmma_m64n128k16_rs(acc[MB - 1], frag[gi][kk], desc + (uint64_t)(kk * 2 + 1024));
-          }
-          wgmma_commit();
-          act_pending2 = act_pending;
-          act_pending = as;
-          if (++as == ACT_STAGES) { as = 0; aph ^= 1; }
-        }
-        if (++s == RAW_STAGES) { s = 0; ph ^= 1; }
-      }
-      else for (int kq = (int)(seg_end - it); kq > 0; --kq) {
+      for (int kq = (int)(seg_end - it); kq > 0; --kq) {
         mbar_wait(raw_full_u + 8 * s, ph);
         const uint32_t st = sbase + OFF_RAW + s * RAW_STAGE_BYTES;
         const uint32_t act = sbase + OFF_ACT + as * ACT_STAGE_BYTES;
@@ -939,9 +792,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       for (int b = 0; b < MB; ++b) keep_acc(acc[b]);
       __syncwarp();
       mbar_arrive_if(act_empty_u + 8 * (act_pending < 0 ? 0 : act_pending), lane == 0 && act_pending >= 0);
-      if (WIDE) mbar_arrive_if(act_empty_u + 8 * (act_pending2 < 0 ? 0 : act_pending2), lane == 0 && act_pending2 >= 0);
       act_pending = -1;
-      act_pending2 = -1;
       // ---------------------------------------------------------------- epilogue of this tile
       int l, nt, mt;
       sch.decode(tile, l, nt, mt);
@@ -994,24 +845,13 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
         // per m64 block: registers -> smem [m][n] (transpose) -> 16-byte coalesced stores of C rows
 #pragma unroll
         for (int b = 0; b < MB; ++b) {
-          if constexpr (WIDE) {   // C in the fragments' own [A row][B row] order: B rows 128b.. of 64 A rows
 #pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
+          for (int jj = 0; jj < 16; ++jj)
 #pragma unroll
-              for (int h = 0; h < 2; ++h)
-                sts_half2(epi + ((16 * wq + g + 8 * h) * EPI_LD_WIDE + 8 * jj + 2 * t) * 2, acc[b][4 * jj + 2 * h],
-                          acc[b][4 * jj + 2 * h + 1]);
-            named_bar_sync(1 + cw, 128);
-            store_epi<64, 128, EPI_LD_WIDE>(p, epi, ct, mt * TILE_ROWS + 64 * cw, nt * B_ROWS + 128 * b, l);
-          } else {
-#pragma unroll
-            for (int jj = 0; jj < 16; ++jj)
-#pragma unroll
-              for (int e = 0; e < 4; ++e)
-                sts_half(epi + ((8 * jj + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2, acc[b][4 * jj + e]);
-            named_bar_sync(1 + cw, 128);
-            store_epi<TILE_ROWS>(p, epi, ct, mt * TILE_ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
-          }
+            for (int e = 0; e < 4; ++e)
+              sts_half(epi + ((8 * jj + 2 * t + (e & 1)) * EPI_LD + 16 * wq + g + 8 * (e >> 1)) * 2, acc[b][4 * jj + e]);
+          named_bar_sync(1 + cw, 128);
+          store_epi<TILE_ROWS>(p, epi, ct, mt * TILE_ROWS, nt * B_ROWS + 64 * MB * cw + 64 * b, l);
           named_bar_sync(1 + cw, 128);
         }
       }
@@ -1020,9 +860,9 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
       // The producer and transform threads never arrive: the cluster barrier stops waiting for them once they exit.
       cluster_sync();   // every slot written (release / acquire at cluster scope); no remote access after this
       const uint32_t part = sbase + OFF_RAW;
-      if (p.cluster == 2) cluster_finish<MB, 2, WIDE>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
-      else if (p.cluster == 4) cluster_finish<MB, 4, WIDE>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
-      else cluster_finish<MB, 8, WIDE>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
+      if (p.cluster == 2) cluster_finish<MB, 2>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
+      else if (p.cluster == 4) cluster_finish<MB, 4>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
+      else cluster_finish<MB, 8>(p, part, epi, fix_flag, cta, cw, ct, wq, g, t);
     }
   } else {
     // ------------------------------------------------------------------ producer: TMA + bulk copies
@@ -1088,9 +928,6 @@ constexpr int MB2_MIN_KBLOCKS_PER_SM = 16;
 // SMs would (it saves that split's serial fixup).
 constexpr double CLUSTER_MAX_EXTRA = 1.25;
 
-// B rows per tile of a tile kind (MB = 1: 128; 2 and the wide tile 3: 256)
-inline int b_rows_of(int mb) { return mb == 1 ? 128 : 256; }
-
 inline int choose_mb(int M, int N, int K, int L, int num_sms) {
   const long long iters = (long long)((M + 127) / 128) * ((N + 255) / 256) * L * (K / BK);
   return iters >= (long long)MB2_MIN_KBLOCKS_PER_SM * num_sms ? 2 : 1;
@@ -1107,14 +944,14 @@ inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int&
   groups = 1;
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
   const int nk = K / BK;
-  const long long tiles = (long long)((M + 127) / 128) * ((N + b_rows_of(mb) - 1) / b_rows_of(mb)) * L;
+  const long long tiles = (long long)((M + 127) / 128) * ((N + 64 * NUM_CWG * mb - 1) / (64 * NUM_CWG * mb)) * L;
   const double balanced = (double)(tiles * nk) / num_sms;   // k-blocks per SM of the balanced split
   if (balanced >= nk) return;                               // whole tiles per SM: little to fix up
   int best = 0;
   for (int g = 1; g <= 2; ++g)
     for (int c = 2; c <= 8; c *= 2) {
       if (nk < c * g) continue;
-      const int fit = mb == 3 ? max_active_clusters<3>(c) : mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
+      const int fit = mb == 2 ? max_active_clusters<2>(c) : max_active_clusters<1>(c);
       if (tiles * g > fit) continue;
       const int per_cta = (nk + c * g - 1) / (c * g);
       if (per_cta > balanced * CLUSTER_MAX_EXTRA || (best && per_cta >= best)) continue;
@@ -1126,7 +963,7 @@ inline void choose_config(int M, int N, int K, int L, int num_sms, int& mb, int&
 
 // Internal linkage on purpose: a function-local static in a template is one process-wide (GNU unique)
 // symbol, so a second build of this file loaded in the same process would skip the attribute for its kernel.
-static bool g_smem_attr_done[4] = {false, false, false, false};
+static bool g_smem_attr_done[3] = {false, false, false};
 
 template <int MBV>
 int set_smem_attr(char* err, int err_len) {
@@ -1146,7 +983,7 @@ int set_smem_attr(char* err, int err_len) {
 
 // How many clusters of `size` CTAs of gemm_kernel<MBV> fit on the GPU at once (0 if none or on error);
 // cached per (MB, size) since it depends only on the device and the kernel.
-static int g_max_clusters[4][17];
+static int g_max_clusters[3][17];
 template <int MBV>
 int max_active_clusters(int size) {
   if (size < 1 || size > 16) return 0;
@@ -1199,12 +1036,8 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
   }
 
   CUtensorMap map_a, map_b;
-  // the operand the transform decodes comes with the 64-byte swizzle (A; B in the wide tile)
-  constexpr bool WIDE = Cfg<MBV>::WIDE;
-  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES,
-                       WIDE ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_64B);
-  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES,
-                               WIDE ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
+  int r = make_fp4_map(&map_a, a, (uint64_t)L * M, (uint64_t)K / 2, TILE_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_64B);
+  if (r == 0) r = make_fp4_map(&map_b, b, (uint64_t)L * N, (uint64_t)K / 2, B_ROWS, BK_BYTES, CU_TENSOR_MAP_SWIZZLE_NONE);
   if (r != 0) {
     snprintf(err, err_len, "cuTensorMapEncodeTiled failed (%d) for M=%d N=%d K=%d L=%d", r, M, N, K, L);
     return 2;
@@ -1239,7 +1072,7 @@ int launch(const void* a, const void* b, Params& p, int num_sms, char* err, int 
 // Launcher: raw pointers and ints only. Returns 0 on success; otherwise writes a message into err.
 // a, b: packed fp4 [L][rows][K/2]; sfa, sfb: blocked scales (batches outermost); c: fp16 [L][M][N].
 // ws: fixup workspace of nvfp4_sm90_workspace_bytes(); counters: nvfp4_sm90_counter_count() zeroed ints.
-// mb: 0 = choose the tile per shape, 1 = 128 B rows, 2 = 256 B rows, 3 = the wide tile (256 B rows, A in registers).
+// mb: 0 = choose the B tile height per shape, 1 = 128 rows, 2 = 256 rows.
 // cluster: 0 = choose per shape, 1 = split tiles finished through ws/counters, C = 2, 4 or 8: every tile split
 // evenly over the C CTAs of a thread-block cluster, or over `groups` (1 or 2) such clusters (needs
 // K/128 >= C * groups); groups is ignored unless cluster > 1.
@@ -1247,10 +1080,10 @@ extern "C" long long nvfp4_sm90_workspace_bytes(int num_sms) {
   using namespace nvfp4::sm90;
   return (long long)2 * num_sms * NUM_CWG * Cfg<2>::WS_FLOAT4_PER_UNIT * 16;   // the larger of the two configs
 }
-// How many clusters of `size` CTAs fit on the GPU at once for tile kind mb (1, 2, 3; 0: none).
+// How many clusters of `size` CTAs fit on the GPU at once for B tiles of 64 * 2 * mb rows (0: none).
 extern "C" int nvfp4_sm90_max_clusters(int mb, int size) {
   using namespace nvfp4::sm90;
-  return mb == 3 ? max_active_clusters<3>(size) : mb == 2 ? max_active_clusters<2>(size) : max_active_clusters<1>(size);
+  return mb == 2 ? max_active_clusters<2>(size) : max_active_clusters<1>(size);
 }
 extern "C" long long nvfp4_sm90_counter_count(int M, int N, int L) {
   return (long long)((M + 127) / 128) * ((N + 127) / 128) * L * nvfp4::sm90::NUM_CWG;  // 128-row tiles: the most
@@ -1262,10 +1095,6 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   using namespace nvfp4::sm90;
   if (M <= 0 || N <= 0 || L <= 0 || K <= 0 || K % BK != 0) {
     snprintf(err, err_len, "unsupported shape M=%d N=%d K=%d L=%d (need K %% %d == 0)", M, N, K, L, BK);
-    return 1;
-  }
-  if (mb < 0 || mb > 3) {
-    snprintf(err, err_len, "tile kind mb=%d: need 0 (per shape), 1, 2 or 3 (the wide tile)", mb);
     return 1;
   }
   Params p;
@@ -1295,9 +1124,7 @@ extern "C" int nvfp4_sm90_launch(const void* a, const void* b, const void* sfa, 
   if (mb == 0) mb = choose_mb(M, N, K, L, num_sms);
   p.cluster = cluster;
   p.groups = groups;
-  return mb == 3   ? launch<3>(a, b, p, num_sms, err, err_len)
-         : mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len)
-                   : launch<1>(a, b, p, num_sms, err, err_len);
+  return mb == 2 ? launch<2>(a, b, p, num_sms, err, err_len) : launch<1>(a, b, p, num_sms, err, err_len);
 }
 """
 
