@@ -5,6 +5,17 @@
 //   N, MB:     n128 with MB m64 blocks per warpgroup (MB = 2: the 256-row tile) or n256 with one block
 //   decode:    each group's fragments decoded from fp4 words read from shared memory first (the consumer's
 //              bit placement + scale multiply), so the issue cost of the decode sits between the wgmmas
+//   fine:      decode one k16 step, fence, issue its wgmma, then the next step (the first wgmma of a group
+//              starts after a quarter of the group's decode instead of all of it)
+//   unused:    the same decode into other registers, the wgmmas reading fragments no instruction rewrote; the
+//              group's first descriptor depends on the decoded words (min(d, d | x) == d), so the decode
+//              still has to finish before the group issues
+//   lds:       the fragments loaded straight from shared memory (16 loads a group, no arithmetic)
+//   NB:        fragment buffers (wait_group NB-1): more groups in flight per warpgroup
+//   pingpong:  the two warpgroups take turns to issue their groups (named barriers), so one decodes while
+//              the other's wgmmas are being issued
+//   ahead:     the fp4 words of the next group loaded right after this group's wgmmas are issued, so their
+//              shared-memory latency (long while the tensor cores read their operand) is off the critical path
 // Prints TFLOP/s (median of 7, CUDA events). Build and run on the device:
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a wgmma_rate.cu -o w && ./w
 #include <cuda_fp16.h>
@@ -81,7 +92,11 @@ constexpr int THREADS = 256;    // two consumer warpgroups
 constexpr int OPERAND_BYTES = 65536;   // B operand: up to 256 rows x 128 k fp16 (two 128B-swizzled atoms)
 
 // One warpgroup's loop: `iters` k-blocks of 16 k16 steps per m64 block (128 k, as a stage of the kernel).
-template <int N, int MB, bool RS, bool DECODE>
+enum Dec { NONE, ALU, UNUSED, LDS };
+__device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, 256;" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id) { asm volatile("bar.arrive %0, 256;" :: "r"(id) : "memory"); }
+
+template <int N, int MB, bool RS, int DEC, bool FINE = false, int NB = 2, bool AHEAD = false, bool PP = false>
 __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (su(smem_raw) & 1023)) & 1023);
@@ -100,47 +115,65 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
 #pragma unroll
     for (int i = 0; i < ACC; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(acc[b][i]));   // (with a plain 0.f, ptxas
                                                                                   // serialized the MB 1 and n256 wgmmas: C7514)
-  uint32_t frag[2][4][4];
+  uint32_t frag[NB][4][4], junk[4][4];
 #pragma unroll
-  for (int u = 0; u < 2; ++u)
+  for (int u = 0; u < NB; ++u)
 #pragma unroll
     for (int k = 0; k < 4; ++k)
 #pragma unroll
       for (int r = 0; r < 4; ++r) frag[u][k][r] = 0x3C003C00u ^ (threadIdx.x * 131 + u * 7 + k * 3 + r);
   const uint32_t words = base + OPERAND_BYTES + 64 * lane;   // fp4 words the decode reads
+  uint32_t wn[4], s2n;   // AHEAD: the next group's words
+#pragma unroll
+  for (int i = 0; i < 4; ++i) wn[i] = lds32(words + 4 * (i & 15));
+  s2n = lds32(words + 16) | 0x3C003C00u;
+  const int wg = threadIdx.x >> 7;
+  if (PP && wg == 1) bar_arrive(1);   // warpgroup 0 issues first
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int b = 0; b < MB; ++b) {
 #pragma unroll
-      for (int gi = 0; gi < 2; ++gi) {   // two groups of 4 k16 steps per scale column pair, as the kernel
-        wait<1>();   // the group that last read frag[gi] is done
+      for (int g2 = 0; g2 < 2; ++g2) {   // two groups of 4 k16 steps per scale column pair, as the kernel
+        const int gi = (b * 2 + g2) % NB;   // fragment buffer
+        wait<NB - 1>();   // the group that last read frag[gi] is done
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)   // (re)written after the wait, as the kernel's fragments are
           asm volatile("" : "+r"(frag[gi][kk][0]), "+r"(frag[gi][kk][1]), "+r"(frag[gi][kk][2]), "+r"(frag[gi][kk][3]) :: "memory");
-        if (DECODE) {
-          uint32_t w[4];   // rows g and g + 8, words q and q + 1 of the stage (kk 0-1 and 2-3)
+        uint32_t w[4] = {0, 0, 0, 0}, s2 = 0;
+        if (AHEAD) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) w[i] = wn[i];
+          s2 = s2n;
+        } else if (DEC == ALU || DEC == UNUSED) {   // rows g and g + 8, words q and q + 1 (kk 0-1, 2-3), scales
 #pragma unroll
           for (int i = 0; i < 4; ++i) w[i] = lds32(words + 4 * ((it + gi + i) & 15));
-          const uint32_t s2 = lds32(words + 4 * ((it + gi + 4) & 15)) | 0x3C003C00u;   // a scale pair
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            const uint32_t w0 = w[(kk >> 1) * 2], w1 = w[(kk >> 1) * 2 + 1];
-            if ((kk & 1) == 0) {
-              frag[gi][kk][0] = dec<0>(w0, s2); frag[gi][kk][1] = dec<0>(w1, s2);
-              frag[gi][kk][2] = dec<1>(w0, s2); frag[gi][kk][3] = dec<1>(w1, s2);
-            } else {
-              frag[gi][kk][0] = dec<2>(w0, s2); frag[gi][kk][1] = dec<2>(w1, s2);
-              frag[gi][kk][2] = dec<3>(w0, s2); frag[gi][kk][3] = dec<3>(w1, s2);
-            }
-          }
+          s2 = lds32(words + 4 * ((it + gi + 4) & 15)) | 0x3C003C00u;
         }
+        uint32_t dep = 0;   // UNUSED: a word of every decoded register
+        auto decode = [&](int kk) {
+          const uint32_t w0 = w[(kk >> 1) * 2], w1 = w[(kk >> 1) * 2 + 1];
+          uint32_t (&f)[4] = DEC == UNUSED ? junk[kk] : frag[gi][kk];
+          if ((kk & 1) == 0) {
+            f[0] = dec<0>(w0, s2); f[1] = dec<0>(w1, s2); f[2] = dec<1>(w0, s2); f[3] = dec<1>(w1, s2);
+          } else {
+            f[0] = dec<2>(w0, s2); f[1] = dec<2>(w1, s2); f[2] = dec<3>(w0, s2); f[3] = dec<3>(w1, s2);
+          }
+          asm volatile("" :: "r"(f[0]), "r"(f[1]), "r"(f[2]), "r"(f[3]) : "memory");
+          if (DEC == UNUSED) dep |= f[0] ^ f[1] ^ f[2] ^ f[3];
+        };
+        if (DEC == LDS) {
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)   // every fragment of the group complete before the fence
-          asm volatile("" :: "r"(frag[gi][kk][0]), "r"(frag[gi][kk][1]), "r"(frag[gi][kk][2]), "r"(frag[gi][kk][3]) : "memory");
-        fence();
+          for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          const uint64_t bd = bdesc + (uint64_t)(((gi * 16384) + kk * 32) >> 4);
+            for (int r = 0; r < 4; ++r) frag[gi][kk][r] = lds32(words + 4 * ((it + g2 + 4 * kk + r) & 15));
+        }
+        auto issue = [&](int kk) {
+          uint64_t bd = bdesc + (uint64_t)(((g2 * 16384) + kk * 32) >> 4);
+          if (DEC == UNUSED && kk == 0) {
+            uint32_t lo = (uint32_t)bd;
+            asm volatile("min.u32 %0, %0, %1;" : "+r"(lo) : "r"(lo | dep));
+            bd = (bd & ~0xFFFFFFFFull) | lo;
+          }
           if constexpr (N == 128) {
             if constexpr (RS) mma128_rs(acc[b], frag[gi][kk], bd);
             else mma128_ss(acc[b], adesc + (uint64_t)((kk * 32) >> 4), bd);
@@ -148,6 +181,35 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
             if constexpr (RS) mma256_rs(acc[b], frag[gi][kk], bd);
             else mma256_ss(acc[b], adesc + (uint64_t)((kk * 32) >> 4), bd);
           }
+        };
+        if (PP) {   // decode, then wait for our turn, issue, hand the turn over
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            if (DEC == ALU || DEC == UNUSED) decode(kk);
+          bar_sync(1 + wg);
+          fence();
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) issue(kk);
+          bar_arrive(2 - wg);
+        } else if (FINE) {
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            if (DEC == ALU) decode(kk);
+            fence();
+            issue(kk);
+          }
+        } else {
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            if (DEC == ALU || DEC == UNUSED) decode(kk);
+          fence();
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) issue(kk);
+        }
+        if (AHEAD) {   // (after the commit below in program order would be the same: loads are not wgmmas)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) wn[i] = lds32(words + 4 * ((it + g2 + 1 + i) & 15));
+          s2n = lds32(words + 4 * ((it + g2 + 5) & 15)) | 0x3C003C00u;
         }
         commit();
       }
@@ -162,9 +224,9 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
   if (s == 12345.f) sink[threadIdx.x] = s;   // keeps the accumulators live
 }
 
-template <int N, int MB, bool RS, bool DECODE>
+template <int N, int MB, bool RS, int DEC, bool FINE = false, int NB = 2, bool AHEAD = false, bool PP = false>
 void run(const char* name, int sms, float* sink) {
-  auto k = rate_kernel<N, MB, RS, DECODE>;
+  auto k = rate_kernel<N, MB, RS, DEC, FINE, NB, AHEAD, PP>;
   const int smem = OPERAND_BYTES + 16384 + 1024;
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int iters = 4000;
@@ -184,7 +246,7 @@ void run(const char* name, int sms, float* sink) {
   cudaError_t err = cudaGetLastError();
   std::sort(ms.begin(), ms.end());
   const double flop = 2.0 * sms * 2 /*warpgroups*/ * (double)iters * MB * 8 /*k16 steps*/ * 64 * N * 16;
-  printf("%-34s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (ms[ms.size() / 2] * 1e-3) / 1e12, ms[ms.size() / 2],
+  printf("%-48s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (ms[ms.size() / 2] * 1e-3) / 1e12, ms[ms.size() / 2],
          err == cudaSuccess ? "" : cudaGetErrorString(err));
 }
 
@@ -195,13 +257,24 @@ int main() {
   float* sink;
   cudaMalloc(&sink, THREADS * sizeof(float));
   printf("%s, %d SMs; 2 warpgroups x wgmma groups of 4, wait_group 1\n", prop.name, sms);
-  run<128, 2, true, false>("RS m64n128k16, MB 2", sms, sink);
-  run<128, 2, true, true>("RS m64n128k16, MB 2, + decode", sms, sink);
-  run<128, 1, true, false>("RS m64n128k16, MB 1", sms, sink);
-  run<128, 1, true, true>("RS m64n128k16, MB 1, + decode", sms, sink);
-  run<128, 2, false, false>("SS m64n128k16, MB 2", sms, sink);
-  run<256, 1, true, false>("RS m64n256k16", sms, sink);
-  run<256, 1, true, true>("RS m64n256k16, + decode", sms, sink);
-  run<256, 1, false, false>("SS m64n256k16", sms, sink);
+  run<128, 2, true, NONE>("RS m64n128k16, MB 2", sms, sink);
+  run<128, 2, true, ALU>("RS m64n128k16, MB 2, + decode", sms, sink);
+  run<128, 2, true, ALU, true>("RS m64n128k16, MB 2, + decode, fine", sms, sink);
+  run<128, 2, true, ALU, false, 4>("RS m64n128k16, MB 2, + decode, NB 4", sms, sink);
+  run<128, 2, true, UNUSED>("RS m64n128k16, MB 2, decode unused", sms, sink);
+  run<128, 2, true, LDS>("RS m64n128k16, MB 2, frags by lds", sms, sink);
+  run<128, 2, true, ALU, false, 2, true>("RS m64n128k16, MB 2, + decode, ahead", sms, sink);
+  run<128, 2, true, ALU, false, 4, true>("RS m64n128k16, MB 2, + decode, ahead, NB 4", sms, sink);
+  run<128, 2, true, UNUSED, false, 2, true>("RS m64n128k16, MB 2, unused, ahead", sms, sink);
+  run<128, 2, true, ALU, false, 2, false, true>("RS m64n128k16, MB 2, + decode, pingpong", sms, sink);
+  run<128, 2, true, ALU, false, 2, true, true>("RS m64n128k16, MB 2, + decode, ahead, pingpong", sms, sink);
+  run<128, 2, true, NONE, false, 2, false, true>("RS m64n128k16, MB 2, pingpong, no decode", sms, sink);
+  run<128, 1, true, NONE>("RS m64n128k16, MB 1", sms, sink);
+  run<128, 1, true, ALU>("RS m64n128k16, MB 1, + decode", sms, sink);
+  run<128, 2, false, NONE>("SS m64n128k16, MB 2", sms, sink);
+  run<128, 2, false, UNUSED>("SS m64n128k16, MB 2, decode unused", sms, sink);
+  run<256, 1, true, NONE>("RS m64n256k16", sms, sink);
+  run<256, 1, true, ALU>("RS m64n256k16, + decode", sms, sink);
+  run<256, 1, false, NONE>("SS m64n256k16", sms, sink);
   return 0;
 }
