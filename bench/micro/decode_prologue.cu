@@ -4,21 +4,11 @@
 // Each thread turns 16 bytes of fp4 (32 values, two scales) into 64 bytes of fp16. Cold L2 (a 128 MB memset
 // before every run, as the benchmarks do) and warm; median of 15, CUDA events.
 // Build and run on the device: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a decode_prologue.cu -o d && ./d
-#include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <cuda_runtime.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <algorithm>
-#include <vector>
 
-template <int I>
-__device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {   // nibbles I, I+4 of w -> fp16x2 * s2
-  uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
-  uint32_t r = mag | ((w << (12 - 4 * I)) & 0x80008000u);
-  __half2 h = __hmul2(*reinterpret_cast<__half2*>(&r), *reinterpret_cast<__half2*>(&s2));
-  return *reinterpret_cast<uint32_t*>(&h);
-}
+#include "micro_common.cuh"   // dec<I>: the kernel's pair decode
+
 __device__ __forceinline__ uint32_t scale2(uint32_t byte) {   // (s * 2^7, s * 2^7)
   __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
   __half2 s = *reinterpret_cast<__half2*>(&h);
@@ -60,21 +50,10 @@ int main() {
     cudaMemset(sf, 0x38, vals / 16);
     cudaMalloc(&out, vals * 2);
     for (int cold : {1, 0}) {
-      cudaEvent_t e0, e1;
-      cudaEventCreate(&e0); cudaEventCreate(&e1);
-      std::vector<float> ts;
-      for (int rep = 0; rep < 16; ++rep) {
-        if (cold) cudaMemsetAsync(flush, rep, 128 << 20);
-        cudaEventRecord(e0);
+      const float us = median_us(16, [&](int rep) { if (cold) cudaMemsetAsync(flush, rep, 128 << 20); }, [&] {
         decode_kernel<<<prop.multiProcessorCount * 8, 256>>>((const uint4*)a, (const uint16_t*)sf, (uint4*)out, chunks);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms; cudaEventElapsedTime(&ms, e0, e1);
-        if (rep) ts.push_back(ms * 1000.f);
-      }
+      });
       cudaError_t err = cudaGetLastError();
-      std::sort(ts.begin(), ts.end());
-      const float us = ts[ts.size() / 2];
       printf("A %5d x %lld: %s L2 %7.1f us (%.0f MB read, %.0f MB written, %.2f TB/s) %s\n", rows, K,
              cold ? "cold" : "warm", us, (vals / 2 + vals / 16) / 1e6, vals * 2 / 1e6,
              (vals / 2 + vals / 16 + vals * 2) / (us * 1e-6) / 1e12, err == cudaSuccess ? "" : cudaGetErrorString(err));

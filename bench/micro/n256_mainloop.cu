@@ -7,14 +7,10 @@
 // 2304 x 4608 x 7168 problem; prints TFLOP/s (median of 9, CUDA events; the shipped kernel does 587 on this
 // shape, cuBLAS bf16 on pre-dequantized operands about 700).
 // Build and run on the device: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a n256_mainloop.cu -o n && ./n
-#include <cuda.h>
-#include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <cuda_runtime.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <algorithm>
-#include <vector>
+
+#include "micro_common.cuh"
 
 constexpr int M = 2304, N = 4608, K = 7168, BK = 128, NK = K / BK;
 constexpr int A_ROWS = 256, B_ROWS = 128;               // per CTA: wgmma N = 256 A rows, 2 x m64 B rows
@@ -24,59 +20,11 @@ constexpr int SF_STAGE = 1024;                           // 128 rows x 8 scale b
 constexpr int STAGE = A_STAGE + B_STAGE + SF_STAGE;      // 74752
 constexpr int STAGES = 3, THREADS = 384, CL = 2;
 
-__device__ __forceinline__ uint32_t su(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void wait(uint32_t bar, uint32_t ph) {
-  asm volatile("{\n.reg .pred P;\nW:\nmbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n@P bra D;\nbra W;\nD:\n}\n"
-               :: "r"(bar), "r"(ph) : "memory");
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ uint32_t lds16(uint32_t a) {
-  unsigned short v;
-  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
-  return v;
-}
-__device__ __forceinline__ uint4 lds128(uint32_t a) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
-  return v;
-}
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
-  return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
-template <int I>
-__device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
-  uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
-  uint32_t r = mag | ((w << (12 - 4 * I)) & 0x80008000u);
-  __half2 h = __hmul2(*reinterpret_cast<__half2*>(&r), *reinterpret_cast<__half2*>(&s2));
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-__device__ __forceinline__ uint32_t word(const uint4& v, int q) { return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w; }
-__device__ __forceinline__ uint32_t scale2(uint32_t byte) {
+__device__ __forceinline__ uint32_t scale2(uint32_t byte) {   // (s, s): no 2^7 factor here (timing only)
   __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void mma256_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-               "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-               "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, "
-               "%51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, "
-               "%71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, "
-               "%91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, "
-               "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "
-               "%126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56),
-                 ACC8(64), ACC8(72), ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int W>
-__device__ __forceinline__ void wgwait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(W) : "memory"); }
 // arrive on barrier `bar` of CTA `cta` of the cluster where pred holds, without a branch (a branch between a
 // wgmma and its wait makes ptxas serialize the wgmmas, C7513)
 __device__ __forceinline__ void arrive_in_if(uint32_t bar, uint32_t cta, bool pred) {
@@ -109,7 +57,7 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
       for (int j = 0; j < total; ++j) {
         const int s = j % STAGES, tile = j / NK, kb = j % NK;
         const int pair = cluster + 66 * tile, mt = pair % (M / A_ROWS), np = pair / (M / A_ROWS) % (N / B_ROWS / 2);
-        wait(empty0 + 8 * s, ((j / STAGES) & 1) ^ 1);
+        mbar_wait(empty0 + 8 * s, ((j / STAGES) & 1) ^ 1);
         const uint32_t full = full0 + 8 * s, st = sbase + s * STAGE;
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(full), "r"(STAGE));
         // this CTA's 64-k half of the A tile, into both CTAs
@@ -141,7 +89,7 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
       for (int i = 0; i < 128; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
       for (int kb = 0; kb < NK; ++kb) {
         const int j = tile * NK + kb, s = j % STAGES;
-        wait(full0 + 8 * s, (j / STAGES) & 1);
+        mbar_wait(full0 + 8 * s, (j / STAGES) & 1);
         const uint32_t st = sbase + s * STAGE;
         uint4 x[2];
         uint32_t sb[2];
@@ -152,7 +100,7 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
         }
 #pragma unroll
         for (int gi = 0; gi < 2; ++gi) {   // 64-k half gi: 4 k16 steps, one 32 KB box of A
-          wgwait<1>();
+          wgmma_wait<1>();
           if (gi == 1) {   // every group of the previous stage is done: free it in both CTAs
             __syncwarp();
             arrive_in_if(empty0 + 8 * (pending < 0 ? 0 : pending), lane & 1, lane < CL && pending >= 0);
@@ -170,15 +118,15 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
               frag[gi][kk][2] = dec<3>(w0, a0); frag[gi][kk][3] = dec<3>(w1, a1);
             }
           }
-          fence();
+          wgmma_fence();
           const uint64_t desc = sw128_desc(__shfl_sync(0xffffffffu, st + gi * (A_STAGE / 2), 0));
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) mma256_rs(acc, frag[gi][kk], desc + (uint64_t)(kk * 2));
-          commit();
+          wgmma_commit();
         }
         pending = s;
       }
-      wgwait<0>();
+      wgmma_wait<0>();
       __syncwarp();
       arrive_in_if(empty0 + 8 * pending, lane & 1, lane < CL);
       pending = -1;
@@ -190,15 +138,8 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
   cluster_sync();   // no CTA leaves while its peer may still write into it or arrive on its barriers
 }
 
-typedef CUresult (*Enc)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                        const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 int main() {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-  Enc enc = (Enc)fn;
+  const EncodeTiled enc = encode_tiled();
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   const int sms = prop.multiProcessorCount / CL * CL;
@@ -223,29 +164,11 @@ int main() {
   printf("%s, %d SMs; clusters of %d, %d threads, %d stages of %d B\n", prop.name, prop.multiProcessorCount, CL,
          THREADS, STAGES, STAGE);
   for (int tiles : {2, 3}) {   // 66 clusters x tiles pairs of the 162 the problem has (2.45 per cluster)
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(sms, 1, 1);
-    cfg.blockDim = dim3(THREADS, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = CL; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0); cudaEventCreate(&e1);
-    std::vector<float> ts;
-    for (int rep = 0; rep < 10; ++rep) {
-      cudaEventRecord(e0);
-      cudaLaunchKernelEx(&cfg, mainloop, map, (const uint8_t*)b, (const uint8_t*)sfb, (float4*)out, tiles);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms; cudaEventElapsedTime(&ms, e0, e1);
-      if (rep) ts.push_back(ms * 1000.f);
-    }
+    ClusterLaunch l(sms, THREADS, smem, CL);
+    const float us = median_us(10, [&] {
+      cudaLaunchKernelEx(&l.cfg, mainloop, map, (const uint8_t*)b, (const uint8_t*)sfb, (float4*)out, tiles);
+    });
     cudaError_t err = cudaGetLastError();
-    std::sort(ts.begin(), ts.end());
-    const float us = ts[ts.size() / 2];
     const double flop = 2.0 * sms * tiles * (double)B_ROWS * A_ROWS * K;
     printf("%d tile pairs per cluster: %8.1f us, %6.1f TFLOP/s %s\n", tiles, us, flop / (us * 1e-6) / 1e12,
            err == cudaSuccess ? "" : cudaGetErrorString(err));

@@ -3,18 +3,9 @@
 // k-chunk) pieces through a ring of mbarrier-tracked stages, nothing computed. Boxes 64 B wide (128 k, the
 // shipped kernel's stage) or 128 B wide (256 k), same bytes in flight. Cold L2 before every run (a 128 MB
 // memset), CUDA events, median of 15. Build and run: nvcc -O3 -arch=sm_90a tma_box_width.cu -o t && ./t
-#include <cuda.h>
-#include <cuda_runtime.h>
 #include <stdio.h>
-#include <stdint.h>
-#include <vector>
-#include <algorithm>
 
-__device__ __forceinline__ uint32_t su(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void wait(uint64_t* b, uint32_t ph) {
-  asm volatile("{\n.reg .pred P;\nW:\nmbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n@P bra D;\nbra W;\nD:\n}\n"
-               :: "r"(su(b)), "r"(ph) : "memory");
-}
+#include "micro_common.cuh"
 
 // stage = 128 rows x box_bytes; iterations = tiles * (row_bytes / box_bytes)
 __global__ void __launch_bounds__(160, 1) stream_kernel(const __grid_constant__ CUtensorMap map, int tiles, int chunks,
@@ -38,7 +29,7 @@ __global__ void __launch_bounds__(160, 1) stream_kernel(const __grid_constant__ 
     if (lane == 0) {
       for (long long it = b0; it < b1; ++it) {
         const int j = (int)(it - b0), s = j % stages;
-        wait(&empty[s], ((j / stages) & 1) ^ 1);
+        mbar_wait(su(&empty[s]), ((j / stages) & 1) ^ 1);
         const int tile = (int)(it / chunks), ch = (int)(it % chunks);
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(su(&full[s])), "r"(128 * box_bytes));
         asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
@@ -50,7 +41,7 @@ __global__ void __launch_bounds__(160, 1) stream_kernel(const __grid_constant__ 
     unsigned long long acc = 0;
     for (long long it = b0; it < b1; ++it) {
       const int j = (int)(it - b0), s = j % stages;
-      wait(&full[s], (j / stages) & 1);
+      mbar_wait(su(&full[s]), (j / stages) & 1);
       acc += *(volatile uint32_t*)(base + s * 128 * box_bytes + threadIdx.x * 4);   // touch the stage
       __syncwarp();
       if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(su(&empty[s])) : "memory");
@@ -59,15 +50,8 @@ __global__ void __launch_bounds__(160, 1) stream_kernel(const __grid_constant__ 
   }
 }
 
-typedef CUresult (*Enc)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                        const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 int main() {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-  Enc enc = (Enc)fn;
+  const EncodeTiled enc = encode_tiled();
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   void* flush;
@@ -92,21 +76,10 @@ int main() {
       if (r != CUDA_SUCCESS) { printf("encode failed %d\n", (int)r); continue; }
       const int smem = v.stages * 128 * v.box + 1024 + 256;
       cudaFuncSetAttribute(stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      std::vector<float> ts;
-      cudaEvent_t e0, e1;
-      cudaEventCreate(&e0); cudaEventCreate(&e1);
-      for (int rep = 0; rep < 16; ++rep) {
-        cudaMemsetAsync(flush, rep, 128 << 20);
-        cudaEventRecord(e0);
+      const float us = median_us(16, [&](int rep) { cudaMemsetAsync(flush, rep, 128 << 20); }, [&] {
         stream_kernel<<<sms, 160, smem>>>(map, sh.rows / 128, sh.row_bytes / v.box, v.stages, v.box, sink);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms; cudaEventElapsedTime(&ms, e0, e1);
-        if (rep) ts.push_back(ms * 1000.f);
-      }
+      });
       cudaError_t err = cudaGetLastError();
-      std::sort(ts.begin(), ts.end());
-      const float us = ts[ts.size() / 2];
       char what[64];
       snprintf(what, sizeof what, "%d B x 128 rows / %d / %s", v.box, v.stages, v.swz ? "yes" : "no");
       printf("%-22s %-28s %9.1f %9.0f %s\n", sh.name, what, us, (double)sh.rows * sh.row_bytes / us / 1e3,

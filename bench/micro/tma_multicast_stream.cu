@@ -5,31 +5,19 @@
 // rate at which the stages fill: one CTA per tile (each loads its own copy) or clusters of 2 whose CTAs load
 // one half each and multicast it to both (half the L2 reads). Median of 9 runs, CUDA events.
 // Build and run on the device: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a tma_multicast_stream.cu -o t && ./t
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <algorithm>
-#include <vector>
+
+#include "micro_common.cuh"
 
 constexpr int ROWS = 2304, COLS = 7168;          // fp16 A
 constexpr int TILE_ROWS = 256, BK = 128;          // one stage: 256 rows x 128 k x 2 B = 64 KB (two 32 KB boxes)
 constexpr int STAGE_BYTES = TILE_ROWS * BK * 2, BOX_BYTES = STAGE_BYTES / 2;
 
-__device__ __forceinline__ uint32_t su(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void wait(uint32_t bar, uint32_t ph) {
-  asm volatile("{\n.reg .pred P;\nW:\nmbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n@P bra D;\nbra W;\nD:\n}\n"
-               :: "r"(bar), "r"(ph) : "memory");
-}
 __device__ __forceinline__ uint32_t rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
 // warp 0: the consumer (waits for each stage, frees it in every CTA of the cluster); warp 1: the producer
 template <int CL>
 __global__ void __launch_bounds__(64, 1) stream_kernel(const __grid_constant__ CUtensorMap map, int kblocks,
@@ -51,7 +39,7 @@ __global__ void __launch_bounds__(64, 1) stream_kernel(const __grid_constant__ C
   if (warp == 1 && lane == 0) {
     for (int j = 0; j < kblocks; ++j) {
       const int s = j % stages;
-      wait(empty0 + 8 * s, ((j / stages) & 1) ^ 1);
+      mbar_wait(empty0 + 8 * s, ((j / stages) & 1) ^ 1);
       const uint32_t full = full0 + 8 * s, dst = su(base + s * STAGE_BYTES);
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(full), "r"(STAGE_BYTES));
       const int k0 = (j % (COLS / BK)) * BK;
@@ -73,7 +61,7 @@ __global__ void __launch_bounds__(64, 1) stream_kernel(const __grid_constant__ C
     unsigned long long acc = 0;
     for (int j = 0; j < kblocks; ++j) {
       const int s = j % stages;
-      wait(full0 + 8 * s, (j / stages) & 1);
+      mbar_wait(full0 + 8 * s, (j / stages) & 1);
       acc += *(volatile uint32_t*)(base + s * STAGE_BYTES + lane * 4);   // touch the stage
       __syncwarp();
       if (lane < CL) {   // free the stage in CTA `lane` of the cluster (its producer refills both)
@@ -87,49 +75,23 @@ __global__ void __launch_bounds__(64, 1) stream_kernel(const __grid_constant__ C
   if (CL > 1) cluster_sync();   // no CTA leaves while its peer may still write into it
 }
 
-typedef CUresult (*Enc)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                        const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                        CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 template <int CL>
 void run(const CUtensorMap& map, int sms, int kblocks, int stages, unsigned long long* sink) {
   auto k = stream_kernel<CL>;
   const int smem = stages * STAGE_BYTES + 1024 + 16 * stages;
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int grid = sms / CL * CL;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid, 1, 1);
-  cfg.blockDim = dim3(64, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = CL; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0); cudaEventCreate(&e1);
-  std::vector<float> ts;
-  for (int rep = 0; rep < 10; ++rep) {
-    cudaEventRecord(e0);
-    cudaLaunchKernelEx(&cfg, k, map, kblocks, stages, sink);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms; cudaEventElapsedTime(&ms, e0, e1);
-    if (rep) ts.push_back(ms * 1000.f);   // the first run warms the L2
-  }
+  ClusterLaunch l(grid, 64, smem, CL);
+  // (the first, untimed run warms the L2)
+  const float us = median_us(10, [&] { cudaLaunchKernelEx(&l.cfg, k, map, kblocks, stages, sink); });
   cudaError_t err = cudaGetLastError();
-  std::sort(ts.begin(), ts.end());
-  const float us = ts[ts.size() / 2];
   const double filled = (double)grid * kblocks * STAGE_BYTES, read = filled / CL;
   printf("cluster %d, %d stages of 64 KB: %8.1f us, stages filled at %6.2f TB/s, L2 read at %6.2f TB/s %s\n", CL,
          stages, us, filled / us / 1e6, read / us / 1e6, err == cudaSuccess ? "" : cudaGetErrorString(err));
 }
 
 int main() {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-  Enc enc = (Enc)fn;
+  const EncodeTiled enc = encode_tiled();
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   void* a;

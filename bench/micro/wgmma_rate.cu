@@ -18,75 +18,9 @@
 //              shared-memory latency (long while the tensor cores read their operand) is off the critical path
 // Prints TFLOP/s (median of 7, CUDA events). Build and run on the device:
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a wgmma_rate.cu -o w && ./w
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <algorithm>
-#include <vector>
 
-__device__ __forceinline__ uint32_t su(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
-  return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
-__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-
-#define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define R64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
-  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-
-__device__ __forceinline__ void mma128_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " R64 ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-__device__ __forceinline__ void mma128_ss(float (&d)[64], uint64_t a, uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " R64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
-               : "l"(a), "l"(b));
-}
-// n256: two 64-register halves of one accumulator, passed as one 128-register operand list
-#define R128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
-  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, " \
-  "%85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, " \
-  "%105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, " \
-  "%123, %124, %125, %126, %127}"
-__device__ __forceinline__ void mma256_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " R128 ", {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56),
-                 ACC8(64), ACC8(72), ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-__device__ __forceinline__ void mma256_ss(float (&d)[128], uint64_t a, uint64_t b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " R128 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56),
-                 ACC8(64), ACC8(72), ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
-               : "l"(a), "l"(b));
-}
-
-// the consumer's decode: fp4 pair (nibbles I, I+4 of w) -> fp16x2 * scale
-template <int I>
-__device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
-  uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
-  uint32_t r = mag | ((w << (12 - 4 * I)) & 0x80008000u);
-  __half2 h = __hmul2(*reinterpret_cast<__half2*>(&r), *reinterpret_cast<__half2*>(&s2));
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-__device__ __forceinline__ uint32_t lds32(uint32_t a) {
-  uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
-  return v;
-}
+#include "micro_common.cuh"
 
 constexpr int THREADS = 256;    // two consumer warpgroups
 constexpr int OPERAND_BYTES = 65536;   // B operand: up to 256 rows x 128 k fp16 (two 128B-swizzled atoms)
@@ -135,7 +69,7 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
 #pragma unroll
       for (int g2 = 0; g2 < 2; ++g2) {   // two groups of 4 k16 steps per scale column pair, as the kernel
         const int gi = (b * 2 + g2) % NB;   // fragment buffer
-        wait<NB - 1>();   // the group that last read frag[gi] is done
+        wgmma_wait<NB - 1>();   // the group that last read frag[gi] is done
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)   // (re)written after the wait, as the kernel's fragments are
           asm volatile("" : "+r"(frag[gi][kk][0]), "+r"(frag[gi][kk][1]), "+r"(frag[gi][kk][2]), "+r"(frag[gi][kk][3]) :: "memory");
@@ -187,7 +121,7 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
           for (int kk = 0; kk < 4; ++kk)
             if (DEC == ALU || DEC == UNUSED) decode(kk);
           bar_sync(1 + wg);
-          fence();
+          wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) issue(kk);
           bar_arrive(2 - wg);
@@ -195,14 +129,14 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
             if (DEC == ALU) decode(kk);
-            fence();
+            wgmma_fence();
             issue(kk);
           }
         } else {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk)
             if (DEC == ALU || DEC == UNUSED) decode(kk);
-          fence();
+          wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) issue(kk);
         }
@@ -211,11 +145,11 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
           for (int i = 0; i < 4; ++i) wn[i] = lds32(words + 4 * ((it + g2 + 1 + i) & 15));
           s2n = lds32(words + 4 * ((it + g2 + 5) & 15)) | 0x3C003C00u;
         }
-        commit();
+        wgmma_commit();
       }
     }
   }
-  wait<0>();
+  wgmma_wait<0>();
   float s = 0.f;
 #pragma unroll
   for (int b = 0; b < MB; ++b)
@@ -230,23 +164,10 @@ void run(const char* name, int sms, float* sink) {
   const int smem = OPERAND_BYTES + 16384 + 1024;
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int iters = 4000;
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 8; ++rep) {
-    cudaEventRecord(e0);
-    k<<<sms, THREADS, smem>>>(iters, sink);
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float t;
-    cudaEventElapsedTime(&t, e0, e1);
-    if (rep) ms.push_back(t);   // the first is a warm-up
-  }
+  const float us = median_us(8, [&] { k<<<sms, THREADS, smem>>>(iters, sink); });
   cudaError_t err = cudaGetLastError();
-  std::sort(ms.begin(), ms.end());
   const double flop = 2.0 * sms * 2 /*warpgroups*/ * (double)iters * MB * 8 /*k16 steps*/ * 64 * N * 16;
-  printf("%-48s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (ms[ms.size() / 2] * 1e-3) / 1e12, ms[ms.size() / 2],
+  printf("%-48s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
          err == cudaSuccess ? "" : cudaGetErrorString(err));
 }
 
