@@ -4,7 +4,7 @@
 # tests of the submission. Prints a short summary at the end; full logs go to $OUT/hopper.log.
 # Usage (repo root, on the GPU machine): bash bench/hopper_kernel_gpu.sh [STEP ...]
 #   steps: kernel configs eval gputests stress   (default: all);  CONFIGS="1:1,2:1,..." REPS=30
-#   also (not in the default): micro  bench/micro/wgmma_rate.cu (tensor rate of the instruction mix, no loads)
+#   also (not in the default): micro  MICROS="wgmma_rate ..." programs of bench/micro/ (default wgmma_rate)
 #                              probes PROBES="11,256" (NVFP4_PROFILE_MODE builds) and VARIANTS, timing only
 #   stress: bench/cluster_stress.py, STRESS_CALLS (40) repeated calls of each cluster configuration (races)
 #   VARIANTS="name=MACRO=V+...,..." adds builds of kernels/ with those macros to the configs step
@@ -32,8 +32,8 @@ for s in ${*:-kernel configs eval gputests stress}; do
               step robust python3 eval.py test --set robustness
               step benchmark python3 eval.py benchmark ;;
         gputests) step gputests python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_submission_source.py ;;
-        micro) step micro bash -c 'nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/micro/wgmma_rate.cu \
-                   -o /tmp/wgmma_rate && /tmp/wgmma_rate' ;;
+        micro) step micro bash -c 'for m in ${MICROS:-wgmma_rate}; do echo "== $m"; nvcc -O3 \
+                   -gencode=arch=compute_90a,code=sm_90a bench/micro/$m.cu -o /tmp/$m && /tmp/$m || exit 1; done' ;;
         probes) step probes python3 bench/hopper_gemm.py --reps "$REPS" --no-checks ${PROBES:+--probes "$PROBES"} \
                     ${VARIANTS:+--variants "$VARIANTS"} ;;
         stress) step stress python3 bench/cluster_stress.py --calls "${STRESS_CALLS:-40}" ;;

@@ -1,0 +1,177 @@
+// Can the decode leave the wgmma-issuing warps? (docs/hopper_kernel.md, issue 16 fifth sitting.) The fourth
+// sitting measured that any work in front of each wgmma group halves the tensor rate (wgmma_rate.cu). Here the
+// consumers issue only SS m64n256k16 (both operands from shared memory), and TW separate transform warpgroups
+// decode both operands of each 64-k half-stage (128 A rows + 256 B rows, fp4 + e4m3 scales read from shared
+// memory, the kernel's bit placement + scale multiply) into a ring of NS 128B-swizzled fp16 slots of 48 KB,
+// handed over with mbarriers (full: every transform thread, after a proxy fence; empty: one thread per
+// consumer warpgroup once the slot's wgmmas are done). No global memory: this is the ceiling of the design's
+// main loop on one SM. Variants: MODE 0 the transform only hands slots over (the ring's own cost), MODE 1 it
+// stores its raw words without decoding them (the shared-memory traffic), MODE 2 the full decode.
+// Prints TFLOP/s (median of 7, CUDA events). Build and run on the device:
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a ss_transform.cu -o s && ./s
+#include <cuda_fp8.h>
+#include <stdio.h>
+
+#include "micro_common.cuh"
+
+constexpr int A_ROWS = 128;
+
+#define R96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, " \
+  "%85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+__device__ __forceinline__ void mma192_ss(float (&d)[96], uint64_t a, uint64_t b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 " R96 ", %96, %97, p, 1, 1, 0, 0;\n}\n"
+               : MICRO_ACC64, MICRO_ACC8(64), MICRO_ACC8(72), MICRO_ACC8(80), MICRO_ACC8(88) : "l"(a), "l"(b));
+}
+// wgmma N columns: one call of the right shape
+template <int N>
+__device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a, uint64_t b) {
+  if constexpr (N == 128) mma128_ss(d, a, b);
+  else if constexpr (N == 192) mma192_ss(d, a, b);
+  else mma256_ss(d, a, b);
+}
+
+__device__ __forceinline__ uint32_t scale2(uint32_t byte) {   // (s, s) in fp16
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+__device__ __forceinline__ void sts128(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+__device__ __forceinline__ uint2 lds64(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds8(uint32_t a) {
+  unsigned short v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ void arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
+template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
+__global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float* sink) {
+  constexpr int ROWS = A_ROWS + BR, SLOT = ROWS * 128, RAW = ROWS * 32, RAW_SF = ROWS * 4;
+  constexpr int MB = BR / N;   // m64 blocks of A per consumer warpgroup
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (su(smem_raw) & 1023)) & 1023);
+  const uint32_t base = su(smem), raw = base + NS * SLOT, rawsf = raw + RAW, full0 = rawsf + RAW_SF,
+                 empty0 = full0 + 8 * NS;
+  for (int i = threadIdx.x; i < (NS * SLOT + RAW + RAW_SF) / 4; i += blockDim.x)
+    ((uint32_t*)smem)[i] = i < NS * SLOT / 4 ? 0x3C003C00u : 0x3A3A2D1Bu ^ (i * 0x9E3779B9u & 0x77777777u);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < NS; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(full0 + 8 * s), "r"(TW * 128));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" :: "r"(empty0 + 8 * s));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const int wg = threadIdx.x >> 7;
+  if (wg < TW) {   // transform
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(TREG));
+    const int tid = threadIdx.x;
+    constexpr int PAIRS = (ROWS * 4 + TW * 128 - 1) / (TW * 128);   // (row, 16-k block) pairs per thread
+    for (int h = 0; h < halves; ++h) {
+      const int s = h % NS;
+      if (h >= NS) mbar_wait(empty0 + 8 * s, ((h / NS) + 1) & 1);
+      const uint32_t slot = base + s * SLOT;
+      if (MODE > 0) {
+#pragma unroll 2
+        for (int j = 0; j < PAIRS; ++j) {
+          const int p = tid + TW * 128 * j, row = p >> 2, q = p & 3;
+          if ((ROWS * 4) % (TW * 128) != 0 && p >= ROWS * 4) break;
+          const uint2 w = lds64(raw + row * 32 + q * 8);
+          const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
+          const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
+          if (MODE == 1) {
+            sts128(dst + c0 * 16, w.x, w.y, w.x ^ h, w.y);
+            sts128(dst + c1 * 16, w.y, w.x, w.y ^ h, w.x);
+          } else {
+            const uint32_t s2 = scale2(lds8(rawsf + row * 4 + q));
+            sts128(dst + c0 * 16, dec<0>(w.x, s2), dec<1>(w.x, s2), dec<2>(w.x, s2), dec<3>(w.x, s2));
+            sts128(dst + c1 * 16, dec<0>(w.y, s2), dec<1>(w.y, s2), dec<2>(w.y, s2), dec<3>(w.y, s2));
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // generic stores -> wgmma's async reads
+      }
+      arrive(full0 + 8 * s);
+    }
+  } else {   // two consumer warpgroups: A rows 64c.. and all B rows (MB 1), or all A rows and B rows N*c.. (MB 2)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CREG));
+    const int c = wg - TW;
+    float acc[MB][N / 2];
+#pragma unroll
+    for (int b = 0; b < MB; ++b)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(acc[b][i]));
+    for (int h = 0; h < halves; ++h) {
+      const int s = h % NS;
+      mbar_wait(full0 + 8 * s, (h / NS) & 1);
+      const uint32_t slot = base + s * SLOT;
+      const uint64_t ad = sw128_desc(slot + (MB == 1 ? c * 8192 : 0)),
+                     bd = sw128_desc(slot + A_ROWS * 128 + (MB == 1 ? 0 : c * N * 128));
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int b = 0; b < MB; ++b)
+          mma_ss<N>(acc[b], ad + (uint64_t)(kk * 2 + b * 512), bd + (uint64_t)(kk * 2));
+      wgmma_commit();
+      wgmma_wait<1>();   // the previous half-stage's wgmmas are done: free its slot
+      if (h > 0 && (threadIdx.x & 127) == 0) arrive(empty0 + 8 * ((h - 1) % NS));
+    }
+    wgmma_wait<0>();
+    float t = 0.f;
+#pragma unroll
+    for (int b = 0; b < MB; ++b)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) t += acc[b][i];
+    if (t == 12345.f) sink[threadIdx.x] = t;   // keeps the accumulators live
+  }
+}
+
+template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
+void run(const char* name, int sms, float* sink) {
+  constexpr int ROWS = A_ROWS + BR, SLOT = ROWS * 128, RAW = ROWS * 32, RAW_SF = ROWS * 4;
+  static_assert(256 * CREG + TW * 128 * TREG <= (65536 / ((TW + 2) * 128)) / 8 * 8 * (TW + 2) * 128, "register pool");
+  auto k = ss_kernel<BR, N, TW, MODE, NS, CREG, TREG>;
+  const int smem = NS * SLOT + RAW + RAW_SF + 16 * NS + 1024;
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int halves = 4000;
+  const float us = median_us(8, [&] { k<<<sms, (TW + 2) * 128, smem>>>(halves, sink); });
+  cudaError_t err = cudaGetLastError();
+  const double flop = 2.0 * sms * (double)halves * A_ROWS * BR * 64;
+  printf("%-52s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
+         err == cudaSuccess ? "" : cudaGetErrorString(err));
+}
+
+int main() {
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  const int sms = prop.multiProcessorCount;
+  float* sink;
+  cudaMalloc(&sink, 1024 * sizeof(float));
+  printf("%s, %d SMs; SS m64n256k16 consumers (2 warpgroups) fed by TW transform warpgroups\n", prop.name, sms);
+  // BR B rows per tile (128 A rows), wgmma N, TW transform warpgroups, MODE, NS slots, setmaxnreg counts
+  run<256, 256, 1, 0, 4, 232, 40>("n256, TW 1, hand-over only", sms, sink);
+  run<256, 256, 1, 1, 4, 232, 40>("n256, TW 1, stores only", sms, sink);
+  run<256, 256, 1, 2, 4, 232, 40>("n256, TW 1, decode", sms, sink);
+  run<256, 128, 2, 0, 4, 184, 72>("n128 x 2 blocks, TW 2, hand-over only", sms, sink);
+  run<256, 128, 2, 1, 4, 184, 72>("n128 x 2 blocks, TW 2, stores only", sms, sink);
+  run<256, 128, 2, 2, 4, 184, 72>("n128 x 2 blocks, TW 2, decode", sms, sink);
+  run<256, 128, 2, 2, 3, 184, 72>("n128 x 2 blocks, TW 2, decode, 3 slots", sms, sink);
+  run<192, 192, 2, 0, 4, 184, 72>("n192, TW 2, hand-over only", sms, sink);
+  run<192, 192, 2, 1, 4, 184, 72>("n192, TW 2, stores only", sms, sink);
+  run<192, 192, 2, 2, 4, 184, 72>("n192, TW 2, decode", sms, sink);
+  run<256, 128, 3, 1, 4, 168, 48>("n128 x 2 blocks, TW 3, stores only", sms, sink);
+  run<256, 128, 3, 2, 4, 168, 48>("n128 x 2 blocks, TW 3, decode", sms, sink);
+  return 0;
+}
