@@ -26,7 +26,7 @@ constexpr int THREADS = 256;    // two consumer warpgroups
 constexpr int OPERAND_BYTES = 65536;   // B operand: up to 256 rows x 128 k fp16 (two 128B-swizzled atoms)
 
 // One warpgroup's loop: `iters` k-blocks of 16 k16 steps per m64 block (128 k, as a stage of the kernel).
-enum Dec { NONE, ALU, UNUSED, LDS };
+enum Dec { NONE, ALU, UNUSED, LDS, E4M3 };   // E4M3: dec4_e4m3 (fewer ALU operations, one F2FP per pair)
 __device__ __forceinline__ void bar_sync(int id) { asm volatile("bar.sync %0, 256;" :: "r"(id) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id) { asm volatile("bar.arrive %0, 256;" :: "r"(id) : "memory"); }
 
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
 #pragma unroll
           for (int i = 0; i < 4; ++i) w[i] = wn[i];
           s2 = s2n;
-        } else if (DEC == ALU || DEC == UNUSED) {   // rows g and g + 8, words q and q + 1 (kk 0-1, 2-3), scales
+        } else if (DEC == ALU || DEC == UNUSED || DEC == E4M3) {   // rows g and g + 8, words q and q + 1 (kk 0-1, 2-3), scales
 #pragma unroll
           for (int i = 0; i < 4; ++i) w[i] = lds32(words + 4 * ((it + gi + i) & 15));
           s2 = lds32(words + 4 * ((it + gi + 4) & 15)) | 0x3C003C00u;
@@ -87,7 +87,17 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
         auto decode = [&](int kk) {
           const uint32_t w0 = w[(kk >> 1) * 2], w1 = w[(kk >> 1) * 2 + 1];
           uint32_t (&f)[4] = DEC == UNUSED ? junk[kk] : frag[gi][kk];
-          if ((kk & 1) == 0) {
+          if (DEC == E4M3) {   // both steps of a word pair at the even step
+            if ((kk & 1) == 0) {
+              uint32_t p[4], q[4];
+              dec4_e4m3(w0, s2, p);
+              dec4_e4m3(w1, s2, q);
+              uint32_t (&g)[4] = frag[gi][kk + 1];
+              f[0] = p[0]; f[1] = q[0]; f[2] = p[2]; f[3] = q[2];
+              g[0] = p[1]; g[1] = q[1]; g[2] = p[3]; g[3] = q[3];
+              asm volatile("" :: "r"(g[0]), "r"(g[1]), "r"(g[2]), "r"(g[3]) : "memory");
+            }
+          } else if ((kk & 1) == 0) {
             f[0] = dec<0>(w0, s2); f[1] = dec<0>(w1, s2); f[2] = dec<1>(w0, s2); f[3] = dec<1>(w1, s2);
           } else {
             f[0] = dec<2>(w0, s2); f[1] = dec<2>(w1, s2); f[2] = dec<3>(w0, s2); f[3] = dec<3>(w1, s2);
@@ -135,7 +145,7 @@ __global__ void __launch_bounds__(THREADS, 1) rate_kernel(int iters, float* sink
         } else {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk)
-            if (DEC == ALU || DEC == UNUSED) decode(kk);
+            if (DEC == ALU || DEC == UNUSED || DEC == E4M3) decode(kk);
           wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk) issue(kk);
@@ -180,6 +190,10 @@ int main() {
   printf("%s, %d SMs; 2 warpgroups x wgmma groups of 4, wait_group 1\n", prop.name, sms);
   run<128, 2, true, NONE>("RS m64n128k16, MB 2", sms, sink);
   run<128, 2, true, ALU>("RS m64n128k16, MB 2, + decode", sms, sink);
+  run<128, 2, true, E4M3>("RS m64n128k16, MB 2, + e4m3 decode", sms, sink);
+  run<128, 2, true, E4M3, false, 2, true>("RS m64n128k16, MB 2, + e4m3 decode, ahead", sms, sink);
+  run<128, 1, true, E4M3>("RS m64n128k16, MB 1, + e4m3 decode", sms, sink);
+  run<256, 1, true, E4M3>("RS m64n256k16, + e4m3 decode", sms, sink);
   run<128, 2, true, ALU, true>("RS m64n128k16, MB 2, + decode, fine", sms, sink);
   run<128, 2, true, ALU, false, 4>("RS m64n128k16, MB 2, + decode, NB 4", sms, sink);
   run<128, 2, true, UNUSED>("RS m64n128k16, MB 2, decode unused", sms, sink);
