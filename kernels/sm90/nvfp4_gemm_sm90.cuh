@@ -91,29 +91,47 @@ struct Params {
   Schedule sch;         // tiles: m_tiles = ceil(M/128), n_tiles = ceil(N/B_ROWS)
 };
 
-// fp4 pair -> fp16x2 bits of (value * 2^-14): lane 0 <- nibble I, lane 1 <- nibble I+4 of w.
-// e2m1 "s e e m" goes to fp16 bits 15 | 11..9 (exponent ee, top mantissa bit m); e == 0 gives the
-// fp16 subnormal 0.5 * 2^-14, so every code decodes exactly.
-template <int I>
-__device__ __forceinline__ uint32_t fp4x2_to_f16x2_scaled(uint32_t w) {
-  uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
-  uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
-  return mag | sgn;
-}
-// e4m3 scale byte -> (s * 2^7, s * 2^7) fp16x2 (exact: s <= 448 -> <= 57344)
+// e4m3 scale byte -> (s / 2, s / 2) fp16x2 (exact: e4m3's smallest subnormal 2^-9 -> 2^-10, an fp16 normal)
 __device__ __forceinline__ uint32_t scale_x2(uint32_t byte) {
   __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
   __half2 s = *reinterpret_cast<__half2*>(&h);
-  s = __hmul2(s, __floats2half2_rn(128.f, 128.f));
+  s = __hmul2(s, __floats2half2_rn(0.5f, 0.5f));
   return *reinterpret_cast<uint32_t*>(&s);
 }
 __device__ __forceinline__ uint32_t hmul2_u32(uint32_t a, uint32_t b) {
   __half2 r = __hmul2(*reinterpret_cast<__half2*>(&a), *reinterpret_cast<__half2*>(&b));
   return *reinterpret_cast<uint32_t*>(&r);
 }
-template <int I>
-__device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
-  return hmul2_u32(fp4x2_to_f16x2_scaled<I>(w), s2);
+// four e4m3 bytes -> two fp16x2 (one F2FP each on sm_90)
+__device__ __forceinline__ uint32_t e4m3x2_lo(uint32_t b) {
+  uint32_t r;
+  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(r) : "r"(b));
+  return r;
+}
+__device__ __forceinline__ uint32_t e4m3x2_hi(uint32_t b) {
+  uint32_t r;
+  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}" : "=r"(r) : "r"(b));
+  return r;
+}
+// (a & 0x1C1C1C1C) | (b & ~0x1C1C1C1C) in one LOP3
+__device__ __forceinline__ uint32_t sel_1c(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, 0x1C1C1C1C, 0xE4;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+// One 32-bit word of fp4 (nibbles 0-7) -> four fp16x2 of value * s * 2^-7, s2 = scale_x2(s); exact.
+// e2m1 "s e e m" placed as the e4m3 byte "s 0 0 e e m 0 0" is value * 2^-6 exactly (code 1 = 0.5 becomes the
+// e4m3 subnormal 2^-7), and sm_90 converts e4m3 pairs to fp16 in one instruction. The odd nibbles' bytes are
+// w >> 2 under 0x1C1C1C1C with their signs already at bit 7; the even nibbles' are w << 2 under the same
+// mask with the signs moved up by 4; one LOP3 merges each, as the sign words are zero outside the sign bits.
+// Pairs (lane 0, lane 1): p[0] = nibbles (0, 2), p[1] = (4, 6), p[2] = (1, 3), p[3] = (5, 7).
+__device__ __forceinline__ void dec8(uint32_t w, uint32_t s2, uint32_t (&p)[4]) {
+  const uint32_t sg = w & 0x88888888u;
+  const uint32_t even = sel_1c(w << 2, sg << 4), odd = sel_1c(w >> 2, sg);
+  p[0] = hmul2_u32(e4m3x2_lo(even), s2);
+  p[1] = hmul2_u32(e4m3x2_hi(even), s2);
+  p[2] = hmul2_u32(e4m3x2_lo(odd), s2);
+  p[3] = hmul2_u32(e4m3x2_hi(odd), s2);
 }
 __device__ __forceinline__ uint32_t word(const uint4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
@@ -139,8 +157,9 @@ __device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, ui
 
 // K permutation (inside one 128-k stage; both operands use it, so the GEMM is unchanged).
 // Physical element p = 32t + 8q + n (t = 16-byte chunk of the row, q = 32-bit word, n = nibble) sits at
-// logical k = 16*(2q + ((n>>1)&1)) + 2t + 8*(n&1) + (n>>2). Then the 4 threads of a quad (t = 0..3) each
-// need exactly one 16-byte chunk of a row per stage, and every fp16 pair comes from one word.
+// logical k = 16*(2q + (n&1)) + 2t + 8*(n>>2) + ((n>>1)&1): pair j of dec8 (j = 2*(n&1) + (n>>2)) holds
+// k16 step 2q + (j>>1), columns 2t + 8*(j&1) and +1. Then the 4 threads of a quad (t = 0..3) each need
+// exactly one 16-byte chunk of a row per stage, and every fp16 pair comes from one word.
 
 // ---- wgmma (sm_90a) ----------------------------------------------------------------------------------------
 __device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
@@ -185,13 +204,14 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-// one k16 step of one m64 block: fragments of rows g (x0) and g+8 (x1) from word q, pair base pb
-template <int PB>
-__device__ __forceinline__ void decode_step(uint32_t (&f)[4], uint32_t w0, uint32_t w1, uint32_t s0, uint32_t s1) {
-  f[0] = dec<PB>(w0, s0);
-  f[1] = dec<PB>(w1, s1);
-  f[2] = dec<PB + 1>(w0, s0);
-  f[3] = dec<PB + 1>(w1, s1);
+// the two k16 steps of one word of one m64 block: fragments of rows g (word w0) and g+8 (w1)
+__device__ __forceinline__ void decode_steps(uint32_t (&f0)[4], uint32_t (&f1)[4], uint32_t w0, uint32_t w1,
+                                             uint32_t s0, uint32_t s1) {
+  uint32_t p[4], q[4];
+  dec8(w0, s0, p);
+  dec8(w1, s1, q);
+  f0[0] = p[0]; f0[1] = q[0]; f0[2] = p[1]; f0[3] = q[1];
+  f1[0] = p[2]; f1[1] = q[2]; f1[2] = p[3]; f1[3] = q[3];
 }
 
 // One A row of one 128-k stage -> fp16 (value * scale * 2^-7) in the K permutation, as wgmma's shared
@@ -201,7 +221,7 @@ template <typename Store>
 __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, uint32_t sc1, Store store) {
   uint32_t sc[4];                      // the scales of one half (ks 0-3: scale bytes 0, 2, 4, 6; ks 4-7: 1, 3, 5, 7)
 #pragma unroll
-  for (int ks = 0; ks < 8; ++ks) {     // k16 step
+  for (int ks = 0; ks < 8; ks += 2) {  // two k16 steps: word q of every chunk
     if ((ks & 3) == 0)
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
@@ -209,22 +229,19 @@ __device__ __forceinline__ void decode_a_row(const uint4 (&v)[4], uint32_t sc0, 
         sc[t] = scale_x2(((b < 4 ? sc0 : sc1) >> (8 * (b & 3))) & 0xFF);
       }
     const int q = ks >> 1;             // word inside each 16-byte chunk
+    uint32_t o[4][4];                  // o[t][j]: pair j of chunk t's word
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {      // slots 0-7 / 8-15 of the k16 step
-      uint32_t o[4];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const uint32_t w = word(v[t], q);
-        const uint32_t s2 = sc[t];
-        const int pi = 2 * (ks & 1) + h;
+    for (int t = 0; t < 4; ++t) {
 #if NVFP4_PROFILE_MODE & 1
-        o[t] = w ^ s2 ^ pi;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[t][j] = word(v[t], q) ^ sc[t] ^ j;
 #else
-        o[t] = pi == 0 ? dec<0>(w, s2) : pi == 1 ? dec<1>(w, s2) : pi == 2 ? dec<2>(w, s2) : dec<3>(w, s2);
+      dec8(word(v[t], q), sc[t], o[t]);
 #endif
-      }
-      store(ks >> 2, 2 * (ks & 3) + h, o[0], o[1], o[2], o[3]);
     }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)        // step ks + (j >> 1), slots 0-7 / 8-15 (j & 1)
+      store(ks >> 2, 2 * ((ks + (j >> 1)) & 3) + (j & 1), o[0][j], o[1][j], o[2][j], o[3][j]);
   }
 }
 
@@ -505,7 +522,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
             __syncwarp();
             mbar_arrive_after_loads(raw_empty_u + 8 * s, lane == 0, loaded);
           }
-          uint32_t a0 = 0, a1 = 0;               // this scale column's scales (fp16x2, times 2^7)
+          uint32_t a0 = 0, a1 = 0;               // this scale column's scales (fp16x2, halved)
 #pragma unroll
           for (int gi = 0; gi < NBUF; ++gi) {    // group gi: k16 steps GS*gi .. GS*gi+GS-1, buffer frag[gi]
             wgmma_wait<NBUF - 1>();              // the group that last read frag[gi] (NBUF groups ago) is done
@@ -528,8 +545,7 @@ gemm_kernel(const __grid_constant__ Params p, const __grid_constant__ CUtensorMa
 #if NVFP4_PROFILE_MODE & 2
               frag[gi][kk][0] = w0 ^ a0; frag[gi][kk][1] = w1 ^ a1; frag[gi][kk][2] = w0 ^ kq; frag[gi][kk][3] = w1 ^ kq;
 #else
-              if ((kq & 1) == 0) decode_step<0>(frag[gi][kk], w0, w1, a0, a1);
-              else decode_step<2>(frag[gi][kk], w0, w1, a0, a1);
+              if ((kq & 1) == 0) decode_steps(frag[gi][kk], frag[gi][(kk + 1) % GS], w0, w1, a0, a1);   // steps kq, kq+1
 #endif
             }
             if (b == 0 && gi == 0) mbar_wait(act_full_u + 8 * as, aph);
