@@ -54,6 +54,11 @@ __device__ __forceinline__ uint32_t lds8(uint32_t a) {
 __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+// the same where pred holds, without a branch (a branch between a wgmma and its wait serializes them, C7513)
+__device__ __forceinline__ void arrive_if(uint32_t bar, bool pred) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
+               :: "r"(bar), "r"((uint32_t)pred) : "memory");
+}
 
 template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
 __global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float* sink) {
@@ -96,8 +101,11 @@ __global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float
             sts128(dst + c1 * 16, w.y, w.x, w.y ^ h, w.x);
           } else {
             const uint32_t s2 = scale2(lds8(rawsf + row * 4 + q));
-            sts128(dst + c0 * 16, dec<0>(w.x, s2), dec<1>(w.x, s2), dec<2>(w.x, s2), dec<3>(w.x, s2));
-            sts128(dst + c1 * 16, dec<0>(w.y, s2), dec<1>(w.y, s2), dec<2>(w.y, s2), dec<3>(w.y, s2));
+            uint32_t x[4], y[4];
+            dec4_e4m3(w.x, s2, x);
+            dec4_e4m3(w.y, s2, y);
+            sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
+            sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
           }
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // generic stores -> wgmma's async reads
@@ -138,6 +146,122 @@ __global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float
   }
 }
 
+// The RS form of the same question at n256 (384 threads): one transform warpgroup decodes the 256 A rows of
+// each 64-k half-stage (wgmma's shared operand, the e4m3-path decode) into the ring; two consumer warpgroups
+// decode their 64 B rows into fragments (BDEC) and issue m64n256k16 with A from registers, two fragment
+// buffers (wait_group 1), as the n256 design of the fourth sitting would without its pre-decoded A.
+constexpr int RS_A = 256, RS_B = 128, RS_SLOT = RS_A * 128;
+template <int MODE, bool BDEC, int NS>
+__global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
+  static_assert(NS >= 4, "the consumers wait for two half-stages ahead of the two in flight");
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (su(smem_raw) & 1023)) & 1023);
+  const uint32_t base = su(smem), rawa = base + NS * RS_SLOT, rawasf = rawa + RS_A * 32, rawb = rawasf + RS_A * 4,
+                 rawbsf = rawb + RS_B * 32, full0 = rawbsf + RS_B * 4, empty0 = full0 + 8 * NS;
+  for (int i = threadIdx.x; i < (int)(full0 - base) / 4; i += blockDim.x)
+    ((uint32_t*)smem)[i] = i < NS * RS_SLOT / 4 ? 0x3C003C00u : 0x3A3A2D1Bu ^ (i * 0x9E3779B9u & 0x77777777u);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < NS; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 128;" :: "r"(full0 + 8 * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" :: "r"(empty0 + 8 * s));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const int wg = threadIdx.x >> 7;
+  if (wg == 0) {   // transform: 256 rows x 4 (row, 16-k block) pairs of words, 8 per thread
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    for (int h = 0; h < halves; ++h) {
+      const int s = h % NS;
+      if (h >= NS) mbar_wait(empty0 + 8 * s, ((h / NS) + 1) & 1);
+      const uint32_t slot = base + s * RS_SLOT;
+      if (MODE > 0) {
+#pragma unroll 2
+        for (int j = 0; j < 8; ++j) {
+          const int p = threadIdx.x + 128 * j, row = p >> 2, q = p & 3;
+          const uint2 w = lds64(rawa + row * 32 + q * 8);
+          const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
+          const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
+          const uint32_t s2 = scale2(lds8(rawasf + row * 4 + q));
+          uint32_t x[4], y[4];
+          dec4_e4m3(w.x, s2, x);
+          dec4_e4m3(w.y, s2, y);
+          sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
+          sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      }
+      arrive(full0 + 8 * s);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int c = wg - 1, lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
+    const int rb = 64 * c + 16 * wq + (lane >> 2);   // B rows rb and rb + 8
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(acc[i]));
+    uint32_t frag[2][4][4];
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) frag[u][k][r] = 0x3C003C00u ^ (threadIdx.x * 131 + u * 7 + k * 3 + r);
+    for (int h0 = 0; h0 < halves; h0 += 2) {
+    // both half-stages' waits first: a wait loop between a group and the next decode makes ptxas serialize
+    // the wgmmas (C7513)
+    mbar_wait(full0 + 8 * (h0 % NS), (h0 / NS) & 1);
+    mbar_wait(full0 + 8 * ((h0 + 1) % NS), ((h0 + 1) / NS) & 1);
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {   // (unrolled: the fragment buffer index is a constant)
+      const int h = h0 + u, s = h % NS;
+      wgmma_wait<1>();   // group h-2 (the last reader of frag[u] and of slot h-2) is done
+      arrive_if(empty0 + 8 * ((h + NS - 2) % NS), h >= 2 && (threadIdx.x & 127) == 0);
+      if (!BDEC) {
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          asm volatile("" : "+r"(frag[u][kk][0]), "+r"(frag[u][kk][1]), "+r"(frag[u][kk][2]), "+r"(frag[u][kk][3]) :: "memory");
+      } else {
+        const int q = (lane & 3);   // 16-k block of the 64-k half
+        const uint2 w0 = lds64(rawb + rb * 32 + (q & 2) * 8), w1 = lds64(rawb + (rb + 8) * 32 + (q & 2) * 8);
+        const uint32_t s0 = scale2(lds8(rawbsf + rb * 4 + q)), s1 = scale2(lds8(rawbsf + (rb + 8) * 4 + q));
+        uint32_t p0[4], p1[4], q0[4], q1[4];
+        dec4_e4m3(w0.x, s0, p0); dec4_e4m3(w1.x, s1, q0);
+        dec4_e4m3(w0.y, s0, p1); dec4_e4m3(w1.y, s1, q1);
+        frag[u][0][0] = p0[0]; frag[u][0][1] = q0[0]; frag[u][0][2] = p0[1]; frag[u][0][3] = q0[1];
+        frag[u][1][0] = p0[2]; frag[u][1][1] = q0[2]; frag[u][1][2] = p0[3]; frag[u][1][3] = q0[3];
+        frag[u][2][0] = p1[0]; frag[u][2][1] = q1[0]; frag[u][2][2] = p1[1]; frag[u][2][3] = q1[1];
+        frag[u][3][0] = p1[2]; frag[u][3][1] = q1[2]; frag[u][3][2] = p1[3]; frag[u][3][3] = q1[3];
+      }
+      const uint64_t bd = sw128_desc(base + s * RS_SLOT);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) mma256_rs(acc, frag[u][kk], bd + (uint64_t)(kk * 2));
+      wgmma_commit();
+    }
+    }
+    wgmma_wait<0>();
+    float t = 0.f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) t += acc[i];
+    if (t == 12345.f) sink[threadIdx.x] = t;
+  }
+}
+
+template <int MODE, bool BDEC, int NS>
+void run_rs(const char* name, int sms, float* sink) {
+  auto k = rs_kernel<MODE, BDEC, NS>;
+  const int smem = NS * RS_SLOT + (RS_A + RS_B) * 36 + 16 * NS + 1024;
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int halves = 4000;
+  const float us = median_us(8, [&] { k<<<sms, 384, smem>>>(halves, sink); });
+  cudaError_t err = cudaGetLastError();
+  const double flop = 2.0 * sms * (double)halves * RS_A * RS_B * 64;
+  printf("%-52s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
+         err == cudaSuccess ? "" : cudaGetErrorString(err));
+}
+
 template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
 void run(const char* name, int sms, float* sink) {
   constexpr int ROWS = A_ROWS + BR, SLOT = ROWS * 128, RAW = ROWS * 32, RAW_SF = ROWS * 4;
@@ -160,6 +284,11 @@ int main() {
   float* sink;
   cudaMalloc(&sink, 1024 * sizeof(float));
   printf("%s, %d SMs; SS m64n256k16 consumers (2 warpgroups) fed by TW transform warpgroups\n", prop.name, sms);
+  run_rs<0, false, 4>("RS n256, hand-over only, no B decode", sms, sink);
+  run_rs<0, true, 4>("RS n256, hand-over only, B decode", sms, sink);
+  run_rs<2, false, 4>("RS n256, transform decodes A, no B decode", sms, sink);
+  run_rs<2, true, 4>("RS n256, transform decodes A, B decode", sms, sink);
+  run_rs<2, true, 6>("RS n256, transform decodes A, B decode, 6 slots", sms, sink);
   // BR B rows per tile (128 A rows), wgmma N, TW transform warpgroups, MODE, NS slots, setmaxnreg counts
   run<256, 256, 1, 0, 4, 232, 40>("n256, TW 1, hand-over only", sms, sink);
   run<256, 256, 1, 1, 4, 232, 40>("n256, TW 1, stores only", sms, sink);
