@@ -150,10 +150,30 @@ __global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float
 // each 64-k half-stage (wgmma's shared operand, the e4m3-path decode) into the ring; two consumer warpgroups
 // decode their 64 B rows into fragments (BDEC) and issue m64n256k16 with A from registers, two fragment
 // buffers (wait_group 1), as the n256 design of the fourth sitting would without its pre-decoded A.
+// CL = 2: the A tile shared by a cluster pair (two B tiles): each CTA's transform decodes its 128 of the 256 A
+// rows and stores them into both CTAs' slots (st.shared::cluster), and every barrier hears from both CTAs.
 constexpr int RS_A = 256, RS_B = 128, RS_SLOT = RS_A * 128;
-template <int MODE, bool BDEC, int NS>
+__device__ __forceinline__ uint32_t peer_addr(uint32_t a, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void sts128_cluster(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+__device__ __forceinline__ void arrive_cluster_if(uint32_t a, bool pred) {   // a: a shared::cluster address
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n}\n"
+               :: "r"(a), "r"((uint32_t)pred) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t ph) {
+  asm volatile("{\n.reg .pred P;\nW:\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%0], %1;\n@P bra D;\nbra W;\nD:\n}\n"
+               :: "r"(bar), "r"(ph) : "memory");
+}
+template <int MODE, bool BDEC, int NS, int CL = 1>
 __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
   static_assert(NS >= 4, "the consumers wait for two half-stages ahead of the two in flight");
+  uint32_t rank = 0;
+  if (CL > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (su(smem_raw) & 1023)) & 1023);
   const uint32_t base = su(smem), rawa = base + NS * RS_SLOT, rawasf = rawa + RS_A * 32, rawb = rawasf + RS_A * 4,
@@ -162,15 +182,59 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
     ((uint32_t*)smem)[i] = i < NS * RS_SLOT / 4 ? 0x3C003C00u : 0x3A3A2D1Bu ^ (i * 0x9E3779B9u & 0x77777777u);
   if (threadIdx.x == 0) {
     for (int s = 0; s < NS; ++s) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 128;" :: "r"(full0 + 8 * s));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" :: "r"(empty0 + 8 * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(full0 + 8 * s), "r"(MODE == 5 ? 129 : 128 * CL));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(empty0 + 8 * s), "r"(2 * CL));
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
+  if (CL > 1) cluster_sync();
   const int wg = threadIdx.x >> 7;
-  if (wg == 0) {   // transform: 256 rows x 4 (row, 16-k block) pairs of words, 8 per thread
+  if (wg == 0 && CL > 1) {   // transform of a pair: 128 rows x 4 pairs of words, 4 per thread, into both CTAs
+    // MODE 2: each 16-byte chunk stored locally and into the peer (st.shared::cluster); MODE 5: stored locally,
+    // then the 16 KB block copied to the peer by one bulk copy (TMA engine), completing on the peer's barrier
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    const uint32_t other = rank ^ 1;
+    for (int h = 0; h < halves; ++h) {
+      const int s = h % NS;
+      if (h >= NS) mbar_wait_cluster(empty0 + 8 * s, ((h / NS) + 1) & 1);
+      const uint32_t slot = base + s * RS_SLOT;
+      if (MODE == 5 && threadIdx.x == 0)   // the peer's half of this slot arrives as 16 KB of tx bytes
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16384;" :: "r"(full0 + 8 * s) : "memory");
+#pragma unroll 2
+      for (int j = 0; j < 4; ++j) {
+        const int p = threadIdx.x + 128 * j, row = 128 * (int)rank + (p >> 2), q = p & 3;
+        const uint2 w = lds64(rawa + row * 32 + q * 8);
+        const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
+        const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
+        const uint32_t s2 = scale2(lds8(rawasf + row * 4 + q));
+        uint32_t x[4], y[4];
+        dec4_e4m3(w.x, s2, x);
+        dec4_e4m3(w.y, s2, y);
+        sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
+        sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
+        if (MODE != 5) {
+          sts128_cluster(peer_addr(dst + c0 * 16, other), x[0], x[1], x[2], x[3]);
+          sts128_cluster(peer_addr(dst + c1 * 16, other), y[0], y[1], y[2], y[3]);
+        }
+      }
+      if (MODE == 5) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync 1, 128;" ::: "memory");   // every row of this CTA's half is written
+        if (threadIdx.x == 0) {
+          const uint32_t half = slot + rank * 16384;
+          asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], 16384, [%2];"
+                       :: "r"(peer_addr(half, other)), "r"(half), "r"(peer_addr(full0 + 8 * s, other)) : "memory");
+        }
+        arrive(full0 + 8 * s);
+      } else {
+        asm volatile("fence.proxy.async.shared::cluster;" ::: "memory");
+        arrive(full0 + 8 * s);
+        arrive_cluster_if(peer_addr(full0 + 8 * s, other), true);
+      }
+    }
+  } else if (wg == 0) {   // transform: 256 rows x 4 (row, 16-k block) pairs of words, 8 per thread
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     for (int h = 0; h < halves; ++h) {
       const int s = h % NS;
@@ -211,13 +275,15 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
     for (int h0 = 0; h0 < halves; h0 += 2) {
     // both half-stages' waits first: a wait loop between a group and the next decode makes ptxas serialize
     // the wgmmas (C7513)
-    mbar_wait(full0 + 8 * (h0 % NS), (h0 / NS) & 1);
-    mbar_wait(full0 + 8 * ((h0 + 1) % NS), ((h0 + 1) / NS) & 1);
+    mbar_wait_cluster(full0 + 8 * (h0 % NS), (h0 / NS) & 1);
+    mbar_wait_cluster(full0 + 8 * ((h0 + 1) % NS), ((h0 + 1) / NS) & 1);
 #pragma unroll
     for (int u = 0; u < 2; ++u) {   // (unrolled: the fragment buffer index is a constant)
       const int h = h0 + u, s = h % NS;
       wgmma_wait<1>();   // group h-2 (the last reader of frag[u] and of slot h-2) is done
       arrive_if(empty0 + 8 * ((h + NS - 2) % NS), h >= 2 && (threadIdx.x & 127) == 0);
+      if (CL > 1)
+        arrive_cluster_if(peer_addr(empty0 + 8 * ((h + NS - 2) % NS), rank ^ 1), h >= 2 && (threadIdx.x & 127) == 0);
       if (!BDEC) {
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
@@ -247,15 +313,18 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
     for (int i = 0; i < 128; ++i) t += acc[i];
     if (t == 12345.f) sink[threadIdx.x] = t;
   }
+  if (CL > 1) cluster_sync();   // no CTA leaves while its peer may still store into it or arrive on it
 }
 
-template <int MODE, bool BDEC, int NS>
+template <int MODE, bool BDEC, int NS, int CL = 1>
 void run_rs(const char* name, int sms, float* sink) {
-  auto k = rs_kernel<MODE, BDEC, NS>;
+  auto k = rs_kernel<MODE, BDEC, NS, CL>;
   const int smem = NS * RS_SLOT + (RS_A + RS_B) * 36 + 16 * NS + 1024;
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int halves = 4000;
-  const float us = median_us(8, [&] { k<<<sms, 384, smem>>>(halves, sink); });
+  sms = sms / CL * CL;
+  ClusterLaunch l(sms, 384, smem, CL);
+  const float us = median_us(8, [&] { cudaLaunchKernelEx(&l.cfg, k, halves, sink); });
   cudaError_t err = cudaGetLastError();
   const double flop = 2.0 * sms * (double)halves * RS_A * RS_B * 64;
   printf("%-52s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
@@ -289,6 +358,12 @@ int main() {
   run_rs<2, false, 4>("RS n256, transform decodes A, no B decode", sms, sink);
   run_rs<2, true, 4>("RS n256, transform decodes A, B decode", sms, sink);
   run_rs<2, true, 6>("RS n256, transform decodes A, B decode, 6 slots", sms, sink);
+  run_rs<2, false, 4, 2>("RS n256, pair shares A (half each), no B decode", sms, sink);
+  run_rs<2, true, 4, 2>("RS n256, pair shares A (half each), B decode", sms, sink);
+  run_rs<2, true, 6, 2>("RS n256, pair shares A (half each), B decode, 6 slots", sms, sink);
+  run_rs<5, false, 4, 2>("RS n256, pair shares A by bulk copy, no B decode", sms, sink);
+  run_rs<5, true, 4, 2>("RS n256, pair shares A by bulk copy, B decode", sms, sink);
+  run_rs<5, true, 6, 2>("RS n256, pair shares A by bulk copy, B decode, 6 slots", sms, sink);
   // BR B rows per tile (128 A rows), wgmma N, TW transform warpgroups, MODE, NS slots, setmaxnreg counts
   run<256, 256, 1, 0, 4, 232, 40>("n256, TW 1, hand-over only", sms, sink);
   run<256, 256, 1, 1, 4, 232, 40>("n256, TW 1, stores only", sms, sink);
