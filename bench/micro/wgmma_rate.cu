@@ -11,6 +11,8 @@
 //              group's first descriptor depends on the decoded words (min(d, d | x) == d), so the decode
 //              still has to finish before the group issues
 //   lds:       the fragments loaded straight from shared memory (16 loads a group, no arithmetic)
+//   e4m3:      the decode the kernel uses since the fifth sitting (dec4_e4m3: nibbles placed as e4m3 bytes,
+//              one hardware e4m3x2 -> f16x2 conversion and one HMUL2 per pair)
 //   NB:        fragment buffers (wait_group NB-1): more groups in flight per warpgroup
 //   pingpong:  the two warpgroups take turns to issue their groups (named barriers), so one decodes while
 //              the other's wgmmas are being issued
