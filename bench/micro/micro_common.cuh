@@ -5,13 +5,21 @@
 #pragma once
 #include <cuda.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
+
 #include <algorithm>
 #include <vector>
 
 // ---- shared memory and barriers ----------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t su(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ uint32_t lds8(uint32_t a) {
+  unsigned short v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(a));
+  return v;
+}
 __device__ __forceinline__ uint32_t lds16(uint32_t a) {
   unsigned short v;
   asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
@@ -22,10 +30,18 @@ __device__ __forceinline__ uint32_t lds32(uint32_t a) {
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
   return v;
 }
+__device__ __forceinline__ uint2 lds64(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+  return v;
+}
 __device__ __forceinline__ uint4 lds128(uint32_t a) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
   return v;
+}
+__device__ __forceinline__ void sts128(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
 }
 __device__ __forceinline__ uint32_t word(const uint4& v, int q) { return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w; }
 // wait until the phase with parity `ph` of the mbarrier at shared address `bar` has completed
@@ -92,6 +108,12 @@ __device__ __forceinline__ uint32_t dec(uint32_t w, uint32_t s2) {
   uint32_t mag = (I * 4 <= 9 ? (w << (9 - 4 * I)) : (w >> (4 * I - 9))) & 0x0E000E00u;
   uint32_t r = mag | ((w << (12 - 4 * I)) & 0x80008000u);
   __half2 h = __hmul2(*reinterpret_cast<__half2*>(&r), *reinterpret_cast<__half2*>(&s2));
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+// e4m3 scale byte -> (s, s) fp16x2 (no power-of-two factor: the micros only time the decode)
+__device__ __forceinline__ uint32_t scale_pair(uint32_t byte) {
+  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
   return *reinterpret_cast<uint32_t*>(&h);
 }
 
@@ -176,4 +198,10 @@ float median_us(int runs, Before before, Launch launch) {
 template <typename Launch>
 float median_us(int runs, Launch launch) {
   return median_us(runs, [](int) {}, launch);
+}
+// one line of a rate table: `flop` done in `us` microseconds, and the launch error if there was one
+inline void print_tflops(const char* name, int width, double flop, float us) {
+  const cudaError_t err = cudaGetLastError();
+  printf("%-*s %8.1f TFLOP/s  (%.3f ms)%s\n", width, name, flop / (us * 1e-6) / 1e12, us * 1e-3,
+         err == cudaSuccess ? "" : cudaGetErrorString(err));
 }

@@ -20,11 +20,6 @@ constexpr int SF_STAGE = 1024;                           // 128 rows x 8 scale b
 constexpr int STAGE = A_STAGE + B_STAGE + SF_STAGE;      // 74752
 constexpr int STAGES = 3, THREADS = 384, CL = 2;
 
-__device__ __forceinline__ uint32_t scale2(uint32_t byte) {   // (s, s): no 2^7 factor here (timing only)
-  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-
 // arrive on barrier `bar` of CTA `cta` of the cluster where pred holds, without a branch (a branch between a
 // wgmma and its wait makes ptxas serialize the wgmmas, C7513)
 __device__ __forceinline__ void arrive_in_if(uint32_t bar, uint32_t cta, bool pred) {
@@ -106,7 +101,7 @@ __global__ void __launch_bounds__(THREADS, 1) mainloop(const __grid_constant__ C
             __syncwarp();
             arrive_in_if(empty0 + 8 * (pending < 0 ? 0 : pending), lane & 1, lane < CL && pending >= 0);
           }
-          const uint32_t a0 = scale2((sb[0] >> (8 * gi)) & 0xFF), a1 = scale2((sb[1] >> (8 * gi)) & 0xFF);
+          const uint32_t a0 = scale_pair((sb[0] >> (8 * gi)) & 0xFF), a1 = scale_pair((sb[1] >> (8 * gi)) & 0xFF);
 #pragma unroll
           for (int kk = 0; kk < 4; kk += 2) {
             const int q = 2 * gi + (kk >> 1);

@@ -34,23 +34,6 @@ __device__ __forceinline__ void mma_ss(float (&d)[N / 2], uint64_t a, uint64_t b
   else mma256_ss(d, a, b);
 }
 
-__device__ __forceinline__ uint32_t scale2(uint32_t byte) {   // (s, s) in fp16
-  __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(byte | (byte << 8)), __NV_E4M3);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
-__device__ __forceinline__ void sts128(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
-}
-__device__ __forceinline__ uint2 lds64(uint32_t a) {
-  uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
-  return v;
-}
-__device__ __forceinline__ uint32_t lds8(uint32_t a) {
-  unsigned short v;
-  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(a));
-  return v;
-}
 __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
@@ -58,6 +41,21 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
 __device__ __forceinline__ void arrive_if(uint32_t bar, bool pred) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n"
                :: "r"(bar), "r"((uint32_t)pred) : "memory");
+}
+// One (row, 16-k block) of a half-stage: its two fp4 words (raw rows of 32 bytes, one scale byte per 16 k)
+// decoded into the two 16-byte fp16 chunks of that row of a 128B-swizzled K-major slot. The chunks' shared
+// addresses go to c[0..1] and their words to x / y (for a copy into a peer CTA).
+__device__ __forceinline__ void decode_to_slot(uint32_t raw, uint32_t rawsf, uint32_t slot, int row, int q,
+                                               uint32_t (&c)[2], uint32_t (&x)[4], uint32_t (&y)[4]) {
+  const uint2 w = lds64(raw + row * 32 + q * 8);
+  const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
+  c[0] = dst + (((2 * q) ^ (row & 7)) << 4);
+  c[1] = dst + (((2 * q + 1) ^ (row & 7)) << 4);
+  const uint32_t s2 = scale_pair(lds8(rawsf + row * 4 + q));
+  dec4_e4m3(w.x, s2, x);
+  dec4_e4m3(w.y, s2, y);
+  sts128(c[0], x[0], x[1], x[2], x[3]);
+  sts128(c[1], y[0], y[1], y[2], y[3]);
 }
 
 template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
@@ -93,19 +91,14 @@ __global__ void __launch_bounds__((TW + 2) * 128, 1) ss_kernel(int halves, float
         for (int j = 0; j < PAIRS; ++j) {
           const int p = tid + TW * 128 * j, row = p >> 2, q = p & 3;
           if ((ROWS * 4) % (TW * 128) != 0 && p >= ROWS * 4) break;
-          const uint2 w = lds64(raw + row * 32 + q * 8);
-          const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
-          const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
           if (MODE == 1) {
-            sts128(dst + c0 * 16, w.x, w.y, w.x ^ h, w.y);
-            sts128(dst + c1 * 16, w.y, w.x, w.y ^ h, w.x);
+            const uint2 w = lds64(raw + row * 32 + q * 8);
+            const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
+            sts128(dst + (((2 * q) ^ (row & 7)) << 4), w.x, w.y, w.x ^ h, w.y);
+            sts128(dst + (((2 * q + 1) ^ (row & 7)) << 4), w.y, w.x, w.y ^ h, w.x);
           } else {
-            const uint32_t s2 = scale2(lds8(rawsf + row * 4 + q));
-            uint32_t x[4], y[4];
-            dec4_e4m3(w.x, s2, x);
-            dec4_e4m3(w.y, s2, y);
-            sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
-            sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
+            uint32_t c[2], x[4], y[4];
+            decode_to_slot(raw, rawsf, slot, row, q, c, x, y);
           }
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // generic stores -> wgmma's async reads
@@ -205,18 +198,11 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
 #pragma unroll 2
       for (int j = 0; j < 4; ++j) {
         const int p = threadIdx.x + 128 * j, row = 128 * (int)rank + (p >> 2), q = p & 3;
-        const uint2 w = lds64(rawa + row * 32 + q * 8);
-        const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
-        const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
-        const uint32_t s2 = scale2(lds8(rawasf + row * 4 + q));
-        uint32_t x[4], y[4];
-        dec4_e4m3(w.x, s2, x);
-        dec4_e4m3(w.y, s2, y);
-        sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
-        sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
+        uint32_t c[2], x[4], y[4];
+        decode_to_slot(rawa, rawasf, slot, row, q, c, x, y);
         if (MODE != 5) {
-          sts128_cluster(peer_addr(dst + c0 * 16, other), x[0], x[1], x[2], x[3]);
-          sts128_cluster(peer_addr(dst + c1 * 16, other), y[0], y[1], y[2], y[3]);
+          sts128_cluster(peer_addr(c[0], other), x[0], x[1], x[2], x[3]);
+          sts128_cluster(peer_addr(c[1], other), y[0], y[1], y[2], y[3]);
         }
       }
       if (MODE == 5) {
@@ -244,15 +230,8 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
 #pragma unroll 2
         for (int j = 0; j < 8; ++j) {
           const int p = threadIdx.x + 128 * j, row = p >> 2, q = p & 3;
-          const uint2 w = lds64(rawa + row * 32 + q * 8);
-          const uint32_t dst = slot + (row >> 3) * 1024 + (row & 7) * 128;
-          const int c0 = (2 * q) ^ (row & 7), c1 = (2 * q + 1) ^ (row & 7);
-          const uint32_t s2 = scale2(lds8(rawasf + row * 4 + q));
-          uint32_t x[4], y[4];
-          dec4_e4m3(w.x, s2, x);
-          dec4_e4m3(w.y, s2, y);
-          sts128(dst + c0 * 16, x[0], x[1], x[2], x[3]);
-          sts128(dst + c1 * 16, y[0], y[1], y[2], y[3]);
+          uint32_t c[2], x[4], y[4];
+          decode_to_slot(rawa, rawasf, slot, row, q, c, x, y);
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       }
@@ -291,7 +270,7 @@ __global__ void __launch_bounds__(384, 1) rs_kernel(int halves, float* sink) {
       } else {
         const int q = (lane & 3);   // 16-k block of the 64-k half
         const uint2 w0 = lds64(rawb + rb * 32 + (q & 2) * 8), w1 = lds64(rawb + (rb + 8) * 32 + (q & 2) * 8);
-        const uint32_t s0 = scale2(lds8(rawbsf + rb * 4 + q)), s1 = scale2(lds8(rawbsf + (rb + 8) * 4 + q));
+        const uint32_t s0 = scale_pair(lds8(rawbsf + rb * 4 + q)), s1 = scale_pair(lds8(rawbsf + (rb + 8) * 4 + q));
         uint32_t p0[4], p1[4], q0[4], q1[4];
         dec4_e4m3(w0.x, s0, p0); dec4_e4m3(w1.x, s1, q0);
         dec4_e4m3(w0.y, s0, p1); dec4_e4m3(w1.y, s1, q1);
@@ -325,10 +304,7 @@ void run_rs(const char* name, int sms, float* sink) {
   sms = sms / CL * CL;
   ClusterLaunch l(sms, 384, smem, CL);
   const float us = median_us(8, [&] { cudaLaunchKernelEx(&l.cfg, k, halves, sink); });
-  cudaError_t err = cudaGetLastError();
-  const double flop = 2.0 * sms * (double)halves * RS_A * RS_B * 64;
-  printf("%-52s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
-         err == cudaSuccess ? "" : cudaGetErrorString(err));
+  print_tflops(name, 52, 2.0 * sms * (double)halves * RS_A * RS_B * 64, us);
 }
 
 template <int BR, int N, int TW, int MODE, int NS, int CREG, int TREG>
@@ -340,10 +316,7 @@ void run(const char* name, int sms, float* sink) {
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int halves = 4000;
   const float us = median_us(8, [&] { k<<<sms, (TW + 2) * 128, smem>>>(halves, sink); });
-  cudaError_t err = cudaGetLastError();
-  const double flop = 2.0 * sms * (double)halves * A_ROWS * BR * 64;
-  printf("%-52s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
-         err == cudaSuccess ? "" : cudaGetErrorString(err));
+  print_tflops(name, 52, 2.0 * sms * (double)halves * A_ROWS * BR * 64, us);
 }
 
 int main() {

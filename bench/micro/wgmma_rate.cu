@@ -177,10 +177,7 @@ void run(const char* name, int sms, float* sink) {
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int iters = 4000;
   const float us = median_us(8, [&] { k<<<sms, THREADS, smem>>>(iters, sink); });
-  cudaError_t err = cudaGetLastError();
-  const double flop = 2.0 * sms * 2 /*warpgroups*/ * (double)iters * MB * 8 /*k16 steps*/ * 64 * N * 16;
-  printf("%-48s %8.1f TFLOP/s  (%.3f ms)%s\n", name, flop / (us * 1e-6) / 1e12, us * 1e-3,
-         err == cudaSuccess ? "" : cudaGetErrorString(err));
+  print_tflops(name, 48, 2.0 * sms * 2 /*warpgroups*/ * (double)iters * MB * 8 /*k16 steps*/ * 64 * N * 16, us);
 }
 
 int main() {
