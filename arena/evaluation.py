@@ -55,7 +55,7 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     # The worker starts now and imports torch while we do: only our code runs there until the hello
     # names the submission (worker.start() below), after everything the parent will ever run is imported.
     from arena.spawn import spawn_worker
-    early = spawn_worker(os.path.abspath(submission), sandboxed)
+    early = spawn_worker(os.path.abspath(submission), sandboxed, [str(task.folder)])
     try:
         return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
                     hardening, early, clock, progress or Silent(), figures, emulate_blackwell)

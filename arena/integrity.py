@@ -40,7 +40,7 @@ GUARDED = (
     "arena.integrity.time_calls_drain", "arena.integrity.sync_latency_ns", "arena.integrity.find_violations",
     "arena.channel.send", "arena.channel.receive", "arena.channel._read_exactly", "arena.channel.json",
     "arena.tensorwire.Encoder", "arena.tensorwire.Decoder", "arena.tensorwire.encode",
-    "arena.tensorwire._write_memfd", "arena.tensorwire.CudaIpc",
+    "arena.tensorwire._write_memfd",
     "json.dumps", "json.loads", "socket.socket", "socket.socket.sendmsg", "socket.socket.recvmsg",
 )
 

@@ -64,16 +64,14 @@ class Worker:
     probe_failed: str = ""
     emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
-    _pool: object = None
 
     def start(self):
         spawned, self.spawned = self.spawned, None
-        spawned = spawned or spawn_worker(self.submission, self.sandboxed, self.probe_failed)
+        spawned = spawned or spawn_worker(self.submission, self.sandboxed, [self.task_folder], self.probe_failed)
         self.process, self.sock, self.isolation, self.traps = (spawned.process, spawned.sock, spawned.isolation,
                                                                spawned.traps)
-        # The worker's first word, sent before any submission code runs: what isolation holds.
-        first, _ = self._receive(self.import_timeout, "starting the worker")
-        self.isolation.worker_reported(sandbox.clean_text(str(first.get("isolation", "unknown")), 200))
+        # The worker's first word, sent before any submission code runs: it started (in its jail).
+        self._receive(self.import_timeout, "starting the worker")
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
         sandbox.worker_started()            # from the hello on, the submission's code may run
         channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe,
@@ -121,7 +119,7 @@ class Worker:
             code = self._exit_code()
             self.stop()
             raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
-                                replace=True) from None
+                                replace=True, traceback=self.output_text()) from None
         except channel.ChannelError as error:
             self.stop()
             raise WorkerFailure(f"the submission's reply could not be read: {error}", replace=True) from None
@@ -140,17 +138,8 @@ class Worker:
     def _send_inputs(self, inputs: list) -> tuple[dict, list[int], list]:
         """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent)."""
         if self.device == "cuda":
-            # Copies the worker may map live in a pool of their own: its IPC mapping of their memory holds
-            # nothing else of the parent's (the originals, the reference's outputs).
-            if self._pool is None and hasattr(torch.cuda, "MemPool"):
-                self._pool = torch.cuda.MemPool()
-            if self._pool is not None:
-                with torch.cuda.use_mem_pool(self._pool):
-                    sent = copy_storages(inputs)
-            else:
-                sent = copy_storages(inputs)
-            torch.cuda.synchronize()
-            body, fds = tensorwire.encode(sent)
+            sent = copy_storages(inputs)          # ours: outputs written into a sent storage are rebuilt here
+            body, fds = tensorwire.encode(sent)   # staged through shared memory (tensorwire: no CUDA IPC)
             return body, fds, sent
         body, fds = tensorwire.encode(inputs)          # CPU: the copy is the shared-memory file itself
         mine = tensorwire.Decoder("cpu").decode(body, [os.dup(fd) for fd in fds])

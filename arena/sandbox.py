@@ -3,10 +3,9 @@
 The parent (eval.py, arena/runner.py) uses it to:
 - keep secrets out of reach: `reexec_without_secrets` re-executes eval.py with POPCORN_SEED and `--seed`
   handed over through a pipe, so neither is in /proc/<pid>/environ or /proc/<pid>/cmdline;
-- start the worker so that (as root) it sees every file system read-only, in a mount namespace of its own,
-  except one private home per submission (its JIT builds survive between runs, shared with no other
-  submission), and holds no capability: it can change none of the evaluator's files or caches, and cannot
-  read the parent's memory, environment or descriptors;
+- start the worker in a bubblewrap jail (arena/bubblewrap.py) with one private home per submission, owned by
+  the jail's own uid (its JIT builds survive between runs, shared with no other submission), or say in one
+  line why no jail is possible here;
 - end every descendant by walking this process's descendants (it is a subreaper, so orphans and session
   leaders come back to it) in SIGKILL rounds until none remain;
 - turn SIGTERM and SIGHUP into a clean stop (the same path as Ctrl-C);
@@ -27,6 +26,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from arena import bubblewrap
 
 SECRET_FD_ENV = "ARENA_SECRET_FD"
 NO_SANDBOX_ENV = "ARENA_NO_SANDBOX"        # set to 1 by --no-sandbox (or under ncu): the worker runs as we do
@@ -139,210 +140,109 @@ def stop_on_signals():
         signal.signal(signum, handler)
 
 
-# ---- the worker's view of the machine and its private folder ----------------------------------------------
+# ---- the worker's jail and its private folder --------------------------------------------------------------
 
-CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_BIND, MS_REMOUNT, MS_RDONLY = 0x20000, 0x4000, 1 << 18, 0x1000, 0x20, 0x1
-CLONE_NEWNET, SO_ACCEPTCON = 0x40000000, 0x10000
-SYS_MOUNT_SETATTR, MOUNT_ATTR_RDONLY, AT_RECURSIVE, AT_FDCWD = 442, 0x1, 0x8000, -100
-PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
-SECBITS_LOCKED_NOROOT = 0x2F     # NOROOT, NO_SETUID_FIXUP and KEEP_CAPS, each locked: exec gives no caps back
-CAPABILITY_VERSION_3 = 0x20080522
 HOME_ENV = "ARENA_WORKER_HOME"
 WRITABLE_ENV = "ARENA_WORKER_WRITABLE"    # folders (os.pathsep-separated) the worker may write besides its home
+_jail_checks: dict = {}                    # (bwrap, jailed as another uid) -> '' or why a jail cannot start here
 
 
 class Isolation:
     """How the worker is started. `state` is one line for reports; `weak` says why the worker could harm a
-    later run (leaderboard refuses to rank then, unless --no-sandbox)."""
+    later run or the evaluator (leaderboard refuses to rank then, unless --no-sandbox)."""
 
     def __init__(self, submission: str, enabled: bool):
         self.home = None
+        self.uid = None
         self.weak = ""
+        self.limits = bubblewrap.default_limits()
         if not enabled:
             self.state, self.weak = "off (--no-sandbox)", "the sandbox is off (--no-sandbox)"
-        elif not sys.platform.startswith("linux"):
-            self.state, self.weak = "off (not Linux)", "process isolation needs Linux"
-        elif os.geteuid() != 0:
-            self.state = "same user, no new privileges (not root: no read-only view of the files)"
-            self.weak = "the evaluator is not root, so the worker can change files a later run reads"
-        else:
-            self.home = _private_home(submission)
-            self.state = "starting"
+            return
+        if not sys.platform.startswith("linux"):
+            self.state, self.weak = "off (not Linux)", "the sandbox (bubblewrap) needs Linux"
+            return
+        digest = hashlib.sha256(open(submission, "rb").read()).hexdigest()[:24]
+        uid = bubblewrap.jail_uid(digest) if os.geteuid() == 0 else None
+        bwrap = bubblewrap.find_bwrap()
+        key = (bwrap, uid is None)
+        if key not in _jail_checks:
+            _jail_checks[key] = bubblewrap.check(bwrap, uid)
+        if _jail_checks[key]:
+            self.state = f"off: {_jail_checks[key]}"
+            self.weak = f"no sandbox: {_jail_checks[key]}"
+            return
+        self.uid, self.bwrap = uid, bwrap
+        self.home = _private_home(digest, uid)
+        who = f"uid {uid} of its own" if uid is not None else "the evaluator's uid in a user namespace (not root)"
+        self.state = (f"bubblewrap: {who}; own PID, IPC, network and UTS namespaces; minimal /dev; private /tmp "
+                      f"and /dev/shm; read-only files except its home; python -I; no capabilities; limits: data "
+                      f"{self.limits.memory_bytes >> 30} GiB, {self.limits.processes} processes, "
+                      f"{self.limits.open_files} open files")
 
-    def environment(self, extra_path: str) -> dict:
+    def wrap(self, argv: list[str], readable: list[str]) -> list[str]:
+        """`argv` as the jail runs it (unchanged without a jail)."""
+        if self.home is None:
+            return argv
+        writable = [os.path.realpath(p) for p in os.environ.get(WRITABLE_ENV, "").split(os.pathsep) if p]
+        return bubblewrap.command(argv, self.home, self.uid, self.limits, readable=readable,
+                                  writable=[p for p in writable if os.path.isdir(p)], bwrap=self.bwrap)
+
+    def environment(self) -> dict:
         """The parent's environment without secrets or the runner's variables; caches in the private home."""
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("POPCORN_", "ARENA_")) and k not in ("PYTHONSTARTUP",)}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, env.get("PYTHONPATH", "")) if p)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+               if not k.startswith(("POPCORN_", "ARENA_", "PYTHON"))}
         if self.home:
             cache = os.path.join(self.home, "cache")
             env.update(HOME=self.home, TMPDIR=os.path.join(self.home, "tmp"), XDG_CACHE_HOME=cache,
                        TORCH_EXTENSIONS_DIR=os.path.join(cache, "torch_extensions"),
                        TRITON_CACHE_DIR=os.path.join(cache, "triton"), CUDA_CACHE_PATH=os.path.join(cache, "nv"))
             env[HOME_ENV] = self.home
-            env[WRITABLE_ENV] = os.environ.get(WRITABLE_ENV, "")
         return env
 
-    def worker_reported(self, state: str):
-        """The worker's own account of its hardening, sent before any submission code ran."""
-        self.state = state
-        if not state.startswith("read-only"):
-            self.weak = self.weak or f"the worker could not be isolated ({state})"
 
-
-def _private_home(submission: str) -> str:
-    """<tmp>/nvfp4-arena-workers/<hash of the submission>: the one folder the worker may write, kept between
-    runs of the same file (its JIT builds survive) and shared with no other submission."""
-    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-workers")
+def _private_home(digest: str, uid: int | None) -> str:
+    """<tmp>/nvfp4-arena-homes/<digest>: the one folder the jailed worker may write, owned by its uid, kept
+    between runs of the same file (its JIT builds survive) and shared with no other submission. The parent
+    makes and owns the base folder and never looks inside a home: whatever the worker left there (links
+    included) is never followed by the evaluator."""
+    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
     os.makedirs(base, mode=0o700, exist_ok=True)
     st = os.lstat(base)
-    if st.st_uid != os.geteuid() or os.path.islink(base) or not os.path.isdir(base):
+    if st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
         raise RuntimeError(f"{base} is not a folder of ours")
-    os.chmod(base, 0o700)
-    digest = hashlib.sha256(open(submission, "rb").read()).hexdigest()[:24]
-    home = os.path.join(base, digest)
-    for sub in ("", "tmp", "cache"):
-        os.makedirs(os.path.join(home, sub), mode=0o700, exist_ok=True)
-        os.chmod(os.path.join(home, sub), 0o700)
-    return home
-
-
-def harden_worker() -> str:
-    """First thing in the worker, before torch or the submission: die with the parent, never gain privileges
-    through exec, and (as root) see every file system read-only except the private home, with no capability
-    left to change that. Returns one line saying what holds."""
-    libc = _libc() if sys.platform.startswith("linux") else None
-    if libc is None:
-        return "off (no libc)"
-    _prctl(libc, PR_SET_PDEATHSIG, signal.SIGKILL)
-    _prctl(libc, PR_SET_NO_NEW_PRIVS, 1)
-    if os.getppid() == 1:                      # the parent died before the death signal was armed
-        os._exit(1)
-    home = os.environ.pop(HOME_ENV, None)
-    extra = [p for p in os.environ.pop(WRITABLE_ENV, "").split(os.pathsep) if p]
-    if os.geteuid() != 0 or not home:
-        return "off" if os.environ.get(NO_SANDBOX_ENV) == "1" else "same user, no new privileges"
+    os.chmod(base, 0o700, follow_symlinks=False)
+    base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        # /proc stays writable (CUDA fails to start without it; its files check access per process) but
-        # not /proc/sys, which root could still write without capabilities.
-        _read_only_view(libc, [home, "/dev/shm", "/proc"] + extra, read_only_again=["/proc/sys"],
-                        masked=_listening_socket_files())
-        _own_network(libc)
-    except OSError as error:
-        return f"failed: {error}"
-    return _drop_capabilities(libc)
-
-
-def _listening_socket_files() -> list[str]:
-    """Every unix socket file some process of the host listens on (a Ray cluster's raylet, dbus, a container
-    daemon): root without capabilities may still connect to one it owns, and the service behind it acts with
-    its own rights. Read before the worker leaves the host's network namespace (/proc/net is per namespace)."""
-    found = set()
-    try:
-        with open("/proc/net/unix") as table:
-            next(table, None)
-            for line in table:
-                fields = line.split()
-                if len(fields) >= 8 and int(fields[3], 16) & SO_ACCEPTCON and fields[7].startswith("/"):
-                    found.add(fields[7])
-    except OSError:
-        pass
-    return sorted(p for p in found if _is_socket(p))
-
-
-def _is_socket(path: str) -> bool:
-    try:
-        return stat.S_ISSOCK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _own_network(libc):
-    """A network namespace of the worker's own: no interface but a loopback that is down, so no TCP or UDP
-    service of the host (127.0.0.1 included) and no abstract unix socket is reachable. The channel to the
-    parent is a socketpair made before, which stays connected."""
-    if libc.unshare(CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), f"unshare(CLONE_NEWNET): {os.strerror(ctypes.get_errno())}")
-
-
-def _read_only_view(libc, writable: list[str], read_only_again: list[str] = (), masked: list[str] = ()):
-    """A mount namespace of the worker's own in which every mount is read-only except `writable` (bound onto
-    themselves first, then made writable again), and every file in `masked` is /dev/null."""
-    def check(ok: bool, what: str):
-        if not ok:
-            raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
-
-    class MountAttr(ctypes.Structure):
-        _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                    ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
-
-    def set_attr(path: bytes, flags: int, attr) -> bool:
-        return libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path, flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
-
-    check(libc.unshare(CLONE_NEWNS) == 0, "unshare(CLONE_NEWNS)")
-    check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) == 0, "making mounts private")
-    # Outer folders first: a later bind of an outer folder would hide an inner one bound before it.
-    paths = [p.encode() for p in sorted({os.path.realpath(p) for p in writable if os.path.isdir(p)},
-                                        key=lambda p: p.count(os.sep))]
-    for path in paths:
-        check(libc.mount(path, path, None, MS_BIND | MS_REC, None) == 0, f"binding {path.decode()}")
-    for path in (p.encode() for p in masked):
-        check(libc.mount(b"/dev/null", path, None, MS_BIND, None) == 0, f"masking {path.decode()}")
-    if set_attr(b"/", AT_RECURSIVE, MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)):
-        for path in paths:
-            check(set_attr(path, 0, MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)), f"making {path.decode()} writable")
-    else:                                       # kernels before 5.12: one remount per mount point
-        for point in _mount_points():
-            if point.encode() not in paths:
-                libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-    for inner in (p.encode() for p in read_only_again if os.path.isdir(p)):
-        if libc.mount(inner, inner, None, MS_BIND | MS_REC, None) == 0:
-            libc.mount(None, inner, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-    probe = os.path.join(os.path.dirname(writable[0]), ".write-probe")
-    try:
-        with open(probe, "w"):
+        try:
+            os.mkdir(digest, 0o700, dir_fd=base_fd)
+        except FileExistsError:
             pass
-        raise OSError(0, "the file system stayed writable")
-    except OSError as error:
-        if error.errno == 0:
-            raise
+        st = os.stat(digest, dir_fd=base_fd, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            raise RuntimeError(f"{os.path.join(base, digest)} is not a folder")
+        if uid is not None and (st.st_uid, st.st_gid) != (uid, uid):
+            os.chown(digest, uid, uid, dir_fd=base_fd, follow_symlinks=False)
+    finally:
+        os.close(base_fd)
+    return os.path.join(base, digest)
 
 
-def _mount_points() -> list[str]:
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 4:
-                points.append(fields[4].replace("\\040", " "))
-    return points
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def _drop_capabilities(libc) -> str:
-    """No capabilities now or after any exec: without CAP_SYS_ADMIN the read-only view stays, without
-    CAP_SYS_PTRACE the parent's /proc/<pid>/{environ,fd,mem} stay closed, without CAP_DAC_OVERRIDE root
-    cannot open folders it does not own."""
-    _prctl(libc, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    _prctl(libc, PR_SET_SECUREBITS, SECBITS_LOCKED_NOROOT)
-    for cap in range(64):
-        _prctl(libc, PR_CAPBSET_DROP, cap)
-    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-    if libc.capset(ctypes.byref(header), data) != 0:
-        return f"failed: capset: {os.strerror(ctypes.get_errno())}"
-    with open("/proc/self/status") as status:
-        if any(line.startswith("CapEff:") and int(line.split()[1], 16) for line in status):
-            return "failed: capabilities remain"
-    return ("read-only file systems except a private home, no network, no host socket, no capabilities, "
-            "no new privileges")
+def start_worker():
+    """First thing in the worker, before torch or the submission. Jailed, bubblewrap ends it with the
+    parent and the parent's home folders are made here (the parent never enters the home); without a jail
+    it arms its own death signal."""
+    home = os.environ.pop(HOME_ENV, None)
+    if home:
+        for var in ("TMPDIR", "XDG_CACHE_HOME"):
+            if os.environ.get(var, "").startswith(home):
+                os.makedirs(os.environ[var], mode=0o700, exist_ok=True)
+        return
+    libc = _libc() if sys.platform.startswith("linux") else None
+    if libc is not None:
+        _prctl(libc, PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:                  # the parent died before the death signal was armed
+            os._exit(1)
 
 
 # ---- ending every descendant -----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Starting the worker process: `python -m arena.worker` under its own user (arena/sandbox.py), one socket to it.
+"""Starting the worker process: `python -I -B` running arena.worker in its jail (arena/sandbox.py), one socket to it.
 
 Free of torch, so the parent can start the worker before its own `import torch` and both imports run at once
 (about 3.5 s each on the H100 machine). Until the parent's hello names the submission, only our code runs
@@ -38,19 +38,27 @@ def with_cutlass_headers(env: dict) -> dict:
     return env
 
 
-def spawn_worker(submission: str, sandboxed: bool, probe_failed: str = "") -> Spawned:
-    """Start `python -m arena.worker` isolated unless `sandboxed` is off or CUDA failed in an isolated worker
-    before (`probe_failed` says how)."""
+def worker_argv() -> list[str]:
+    """`python -I` (no user site-packages, no PYTHON* variables, no script folder on the path: nothing in the
+    worker's home runs at interpreter start), with the evaluator's folder put on the path by hand."""
+    boot = f"import sys; sys.path.insert(0, {ROOT!r}); from arena.worker import main; main()"
+    return [sys.executable, "-I", "-B", "-c", boot]
+
+
+def spawn_worker(submission: str, sandboxed: bool, readable: list[str] = (), probe_failed: str = "") -> Spawned:
+    """Start the worker jailed unless `sandboxed` is off or CUDA failed in a jailed worker before
+    (`probe_failed` says how). `readable`: folders it must read besides the evaluator's (the task's)."""
     isolation = sandbox.Isolation(submission, sandboxed and not probe_failed)
     if probe_failed:
-        isolation.state = f"off: CUDA failed in the isolated worker ({probe_failed})"
+        isolation.state = f"off: CUDA failed in the jailed worker ({probe_failed})"
         isolation.weak = isolation.state
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    env = with_cutlass_headers(isolation.environment(ROOT))
+    env = with_cutlass_headers(isolation.environment())
     env[sandbox.NO_SANDBOX_ENV] = "0" if isolation.home else "1"
     env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
-    process = subprocess.Popen([sys.executable, "-B", "-m", "arena.worker"], env=env,
-                               pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
+    argv = isolation.wrap(worker_argv(), [ROOT, os.path.dirname(submission), *readable,
+                                          *env.get("CPATH", "").split(os.pathsep)])
+    process = subprocess.Popen(argv, env=env, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     child_end.close()
     return Spawned(process, parent_end, isolation,

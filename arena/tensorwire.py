@@ -1,14 +1,16 @@
 """Nested data with tensors, as JSON plus shared memory: how inputs reach the worker and outputs come back.
 
 A tree (tuples, lists, dicts with string keys, numbers, strings, None, tensors) becomes JSON in which each
-tensor names a storage, its dtype, shape, stride and offset. Storages travel outside the JSON:
-- CPU: one sealed memfd per message (shared memory; its descriptor rides on the channel). The receiver maps
-  it, so a later write by the sender is visible to it (late-write detection) but the sender cannot shrink it
-  under the receiver (the shrink seal is checked before mapping).
-- CUDA: a CUDA IPC handle of the allocation plus a byte range. The receiver opens the handle itself with
-  the driver API and checks the range against the size of what it opened.
+tensor names a storage, its dtype, shape, stride and offset. Storages travel outside the JSON, in one sealed
+memfd per message (shared memory; its descriptor rides on the channel):
+- CPU: the receiver maps it, so a later write by the sender is visible to it (late-write detection) but the
+  sender cannot shrink it under the receiver (the shrink seal is checked before mapping).
+- CUDA: the bytes are staged through it and the receiver copies them into memory of its own on its GPU.
+  CUDA IPC would avoid the copies but works only between processes of one uid and one PID namespace
+  (measured on an H100: "mapping of buffer object failed" for a jailed worker), which the jail forbids.
 - "input": an output that lives in one of the storages the parent sent (the pre-filled c, or a view of an
-  input): the parent rebuilds it on its own copy of that storage.
+  input): the parent rebuilds it on its own copy of that storage, with the worker's bytes where the storage
+  is on the GPU.
 
 `Decoder` is the parent's strict reader: every field is type-checked and every range bounds-checked, so a
 hostile worker can send wrong data but never code, never an out-of-range view. Used by arena/runner.py and
@@ -16,7 +18,6 @@ arena/worker.py. Nothing here ever unpickles.
 """
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import mmap
 import os
@@ -31,67 +32,6 @@ SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 class WireError(ValueError):
     """What arrived does not describe valid data; `str()` is one line."""
-
-
-# ---- CUDA IPC through the driver API (no torch IPC internals, no reference-counting files) ----------------
-
-class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]
-
-
-class CudaIpc:
-    """Export an allocation as a CUDA IPC handle, or open one; the opener learns the allocation's size."""
-
-    def __init__(self):
-        self.lib = ctypes.CDLL("libcuda.so.1")
-        self.lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), _IpcHandle, ctypes.c_uint]
-        self.lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_IpcHandle), ctypes.c_uint64]
-        self.lib.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64),
-                                                     ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
-        self.opened: dict[bytes, tuple[int, int]] = {}      # handle -> (base pointer, size), opened once
-
-    def _call(self, name, *args):
-        code = getattr(self.lib, name)(*args)
-        if code != 0:
-            raise WireError(f"{name} failed with CUDA driver error {code}")
-
-    def range_of(self, pointer: int) -> tuple[int, int]:
-        base, size = ctypes.c_uint64(), ctypes.c_size_t()
-        self._call("cuMemGetAddressRange_v2", ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer))
-        return base.value, size.value
-
-    def export(self, pointer: int) -> tuple[bytes, int, int]:
-        """(handle, byte offset of `pointer` in its allocation, allocation size)."""
-        base, size = self.range_of(pointer)
-        handle = _IpcHandle()
-        self._call("cuIpcGetMemHandle", ctypes.byref(handle), ctypes.c_uint64(base))
-        return ctypes.string_at(ctypes.addressof(handle), 64), pointer - base, size   # .reserved stops at a NUL
-
-    def open(self, handle: bytes) -> tuple[int, int]:
-        if handle not in self.opened:
-            pointer = ctypes.c_uint64()
-            self._call("cuIpcOpenMemHandle_v2", ctypes.byref(pointer), _IpcHandle.from_buffer_copy(handle), 1)
-            self.opened[handle] = self.range_of(pointer.value)
-        return self.opened[handle]
-
-
-class _CudaBytes:
-    """`nbytes` of device memory at `pointer`, as torch.as_tensor sees it (zero copy)."""
-
-    def __init__(self, pointer: int, nbytes: int):
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (pointer, False),
-                                         "version": 3, "strides": None}
-
-
-_ipc: list[CudaIpc] = []
-
-
-def cuda_ipc() -> CudaIpc:
-    """The driver-API helper, with this process's primary context current (the runtime makes it so)."""
-    if not _ipc:
-        torch.cuda.synchronize()
-        _ipc.append(CudaIpc())
-    return _ipc[0]
 
 
 # ---- encoding --------------------------------------------------------------------------------------------
@@ -113,15 +53,13 @@ def _bytes_of(storage: torch.UntypedStorage, device) -> torch.Tensor:
 
 class Encoder:
     """Turns one tree into (JSON, descriptors to attach). `inputs` maps the data_ptr of each storage the
-    receiver sent us to its index, so outputs living there are sent as references, not copies."""
+    receiver sent us to its index, so outputs living there are sent as references."""
 
-    def __init__(self, inputs: dict[int, int] | None = None, cuda_pool=None):
+    def __init__(self, inputs: dict[int, int] | None = None):
         self.inputs = inputs or {}
         self.storages: list[dict] = []
         self.index: dict[tuple, int] = {}
-        self.cpu: list[torch.UntypedStorage] = []
-        self.cuda_pool = cuda_pool       # context manager: allocate copies sent over IPC in a private pool
-        self.keep: list = []             # CUDA copies that must live while the receiver may read them
+        self.staged: list[torch.UntypedStorage] = []     # storages whose bytes go into the shared buffer
 
     def tree(self, value):
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -145,29 +83,32 @@ class Encoder:
         return {"tensor": {"storage": self.index[key], "dtype": dtype_name(t.dtype), "shape": list(t.shape),
                            "stride": list(t.stride()), "offset": t.storage_offset()}}
 
+    def _stage(self, storage: torch.UntypedStorage, device: str) -> dict:
+        self.staged.append(storage)
+        return {"buffer": len(self.staged) - 1, "nbytes": storage.nbytes(), "device": device}
+
     def _storage(self, t: torch.Tensor, storage: torch.UntypedStorage) -> dict:
+        if t.device.type not in ("cpu", "cuda"):
+            raise WireError(f"tensors on {t.device.type} cannot be sent")
         if storage.data_ptr() in self.inputs and storage.nbytes():
-            return {"input": self.inputs[storage.data_ptr()]}
-        if t.device.type == "cpu":
-            self.cpu.append(storage)
-            return {"cpu": len(self.cpu) - 1, "nbytes": storage.nbytes()}
-        if t.device.type == "cuda":
-            if not storage.nbytes():
-                return {"empty": t.device.index or 0}
-            handle, start, _ = cuda_ipc().export(storage.data_ptr())
-            return {"cuda": t.device.index or 0, "handle": handle.hex(), "start": start, "nbytes": storage.nbytes()}
-        raise WireError(f"tensors on {t.device.type} cannot be sent")
+            entry = {"input": self.inputs[storage.data_ptr()]}
+            if t.device.type == "cuda":          # the receiver's copy is its own memory: it needs our bytes
+                entry.update(self._stage(storage, "cuda"))
+            return entry
+        if t.device.type == "cuda" and not storage.nbytes():
+            return {"empty": t.device.index or 0}
+        return self._stage(storage, t.device.type)
 
     def finish(self, tree) -> tuple[dict, list[int]]:
         """The message body and the descriptors to attach (the caller closes them after sending)."""
         fds = []
-        if self.cpu:
-            fd, layout = _write_memfd(self.cpu)
+        if self.staged:
+            fd, layout = _write_memfd(self.staged)
             fds.append(fd)
-            cpu = [s for s in self.storages if "cpu" in s]
-            for entry in cpu:
-                entry["start"] = layout[entry["cpu"]]
-                entry["cpu"] = 0
+            for entry in self.storages:
+                if "buffer" in entry:
+                    entry["start"] = layout[entry["buffer"]]
+                    entry["buffer"] = 0
         return {"tree": tree, "storages": self.storages}, fds
 
 
@@ -177,7 +118,8 @@ def encode(value, inputs: dict[int, int] | None = None) -> tuple[dict, list[int]
 
 
 def _write_memfd(storages: list[torch.UntypedStorage]) -> tuple[int, list[int]]:
-    """One sealed shared-memory file holding every CPU storage (64-byte aligned); (fd, start of each)."""
+    """One sealed shared-memory file holding every staged storage (64-byte aligned; CUDA ones copied from
+    the GPU); (fd, start of each)."""
     layout, size = [], 0
     for s in storages:
         layout.append(size)
@@ -188,7 +130,7 @@ def _write_memfd(storages: list[torch.UntypedStorage]) -> tuple[int, list[int]]:
         with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mapped:
             target = torch.frombuffer(mapped, dtype=torch.uint8)
             for s, start in zip(storages, layout):
-                target[start:start + s.nbytes()].copy_(_bytes_of(s, "cpu"))
+                target[start:start + s.nbytes()].copy_(_bytes_of(s, s.device))
             del target
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
     return fd, layout
@@ -243,40 +185,48 @@ class Decoder:
     def _storage(self, entry, maps) -> tuple[torch.UntypedStorage, int]:
         if not isinstance(entry, dict):
             raise WireError("a storage entry must be an object")
-        kind = set(entry) & {"cpu", "cuda", "input", "empty"}
-        if len(kind) != 1:
-            raise WireError("a storage entry must be exactly one of cpu, cuda, input, empty")
-        if "input" in entry:
-            index = _int(entry["input"], "an input reference", 0, len(self.inputs) - 1)
-            return self.inputs[index], 0
+        kind = set(entry) & {"buffer", "input", "empty"}
+        if not kind or kind - {"input", "buffer"} and len(kind) != 1:
+            raise WireError("a storage entry must be one of buffer, input (with or without a buffer), empty")
         if "empty" in entry:
             return torch.empty(0, dtype=torch.uint8, device=self.device).untyped_storage(), 0
-        nbytes = _int(entry.get("nbytes"), "a storage size", 0, MAX_BYTES)
-        start = _int(entry.get("start"), "a storage start")
-        if "cpu" in entry:
+        if "input" in entry:
+            index = _int(entry["input"], "an input reference", 0, len(self.inputs) - 1)
+            target = self.inputs[index]
+            if "buffer" in entry:        # a GPU storage we sent, with the bytes the other side holds now
+                if target.device.type != "cuda" or entry.get("device") != "cuda":
+                    raise WireError("only a GPU input reference carries bytes")
+                content = self._bytes(entry, maps)
+                if content.numel() != target.nbytes():
+                    raise WireError("an input reference carries a different number of bytes than the input")
+                torch.empty(0, dtype=torch.uint8, device=target.device).set_(
+                    target, 0, (target.nbytes(),), (1,)).copy_(content)
+                return target, target.nbytes()
+            return target, 0
+        device = entry.get("device")
+        if device not in ("cpu", "cuda"):
+            raise WireError("a storage's device must be cpu or cuda")
+        content = self._bytes(entry, maps)
+        if device == "cpu":
             if self.device != "cpu" and not self.cpu_too:
                 raise WireError("a CPU tensor arrived where the device is " + self.device)
-            mapped = maps[_int(entry["cpu"], "a buffer index", 0, len(maps) - 1)] if maps else None
-            if nbytes == 0:
-                return torch.empty(0, dtype=torch.uint8).untyped_storage(), 0
-            if mapped is None or start + nbytes > len(mapped):
-                raise WireError("a CPU storage reaches past the end of its shared-memory buffer")
-            return torch.frombuffer(mapped, dtype=torch.uint8, count=nbytes, offset=start).untyped_storage(), nbytes
-        device = _int(entry["cuda"], "a CUDA device index", 0, 64)
-        if self.device != "cuda" or device != (torch.cuda.current_device()):
-            raise WireError(f"a tensor arrived on cuda:{device}, the evaluation runs on {self.device}")
-        handle = entry.get("handle")
-        if not isinstance(handle, str) or len(handle) != 128:
-            raise WireError("a CUDA IPC handle must be 64 bytes of hex")
-        try:
-            raw = bytes.fromhex(handle)
-        except ValueError:
-            raise WireError("a CUDA IPC handle must be 64 bytes of hex") from None
-        base, size = cuda_ipc().open(raw)
-        if start + nbytes > size:
-            raise WireError(f"a CUDA storage reaches past its allocation ({start}+{nbytes} > {size} bytes)")
-        memory = torch.as_tensor(_CudaBytes(base + start, nbytes), device=f"cuda:{device}")
-        return memory.untyped_storage(), nbytes
+            return content.untyped_storage(), content.numel()
+        if self.device != "cuda":
+            raise WireError(f"a CUDA tensor arrived, the evaluation runs on {self.device}")
+        on_gpu = torch.empty(content.numel(), dtype=torch.uint8, device="cuda")
+        on_gpu.copy_(content)
+        return on_gpu.untyped_storage(), content.numel()
+
+    def _bytes(self, entry: dict, maps) -> torch.Tensor:
+        """The entry's bytes in the shared buffer, bounds-checked (a view of the mapping, no copy)."""
+        nbytes = _int(entry.get("nbytes"), "a storage size", 0, MAX_BYTES)
+        start = _int(entry.get("start"), "a storage start")
+        mapped = maps[_int(entry["buffer"], "a buffer index", 0, len(maps) - 1)] if maps else None
+        if nbytes == 0:
+            return torch.empty(0, dtype=torch.uint8)
+        if mapped is None or start + nbytes > len(mapped):
+            raise WireError("a storage reaches past the end of its shared-memory buffer")
+        return torch.frombuffer(mapped, dtype=torch.uint8, count=nbytes, offset=start)
 
     def _tree(self, node, storages, depth: int):
         self.nodes += 1

@@ -1,5 +1,5 @@
-"""The untrusted side: `python -m arena.worker`, started by arena/runner.py under its own user, imports the
-submission and calls `custom_kernel`.
+"""The untrusted side: started by arena/runner.py in its jail (arena/sandbox.py), imports the submission and
+calls `custom_kernel`.
 
 It talks to the parent over one Unix socket (arena/channel.py: JSON plus shared-memory descriptors, never a
 pickle); its argv and environment hold no seed and no secret. It receives inputs the parent generated and
@@ -258,14 +258,13 @@ def _close(fds):
         os.close(fd)
 
 
-def serve(sock: socket.socket, isolation: str):
-    """Worker loop: the isolation report, the hello, then one reply per request; errors become
-    {"error": one line}."""
+def serve(sock: socket.socket):
+    """Worker loop: a first word, the hello, then one reply per request; errors become {"error": one line}."""
     import threading
 
     from arena import channel, integrity, tensorwire
     from arena.protocol import OPS, Hello, Request
-    channel.send(sock, {"isolation": isolation})
+    channel.send(sock, {"started": True})
     import torch            # while the parent imports its own (arena/spawn.py): the hello comes after both
     message, _ = channel.receive(sock)
     hello = Hello.from_message(message)
@@ -338,10 +337,10 @@ def serve(sock: socket.socket, isolation: str):
 
 def main():
     from arena import sandbox
-    isolation = sandbox.harden_worker()       # before torch, before the submission
+    sandbox.start_worker()                    # before torch, before the submission
     fd = int(os.environ.pop(CHANNEL_FD_ENV))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-    serve(sock, isolation)
+    serve(sock)
 
 
 if __name__ == "__main__":
