@@ -20,12 +20,12 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+
+from arena import sandbox
 
 ARCH_FLAGS = {"sm_90a": "-gencode=arch=compute_90a,code=sm_90a",
               "sm_100a": "-gencode=arch=compute_100a,code=sm_100a"}
@@ -421,7 +421,9 @@ def _emulation_toolchain() -> tuple[str, dict]:
     return env["PYTORCH_NVCC"], {**os.environ, **env}
 
 
-def build(source: Source, arch: str, workdir: str) -> Build:
+def build(source: Source, arch: str) -> Build:
+    """Build one source for one arch in a jail (arena/sandbox.py run_jailed): its flags reach nvcc, which runs
+    its steps through /bin/sh, so a flag like `-DX=$(cmd)` runs `cmd` there, never in the evaluator."""
     env = None
     if arch == EMULATED:
         nvcc, env = _emulation_toolchain()
@@ -432,22 +434,34 @@ def build(source: Source, arch: str, workdir: str) -> Build:
     system = _system_includes(source)
     if isinstance(system, str):
         return Build(source.name, arch, FAILED, error=system)
+    cuobjdump = find_tool("cuobjdump") if arch != EMULATED else None
+    if arch != EMULATED and cuobjdump is None:
+        raise CompileError("cuobjdump not found: `pip install nvidia-cuda-cuobjdump` (or use the CUDA toolkit's)")
     stem = re.sub(r"\W", "_", source.name)
-    path = os.path.join(workdir, f"{stem}.cu")
-    cubin = os.path.join(workdir, f"{stem}.{arch.replace(' ', '_')}.cubin")
-    with open(path, "w") as f:
-        f.write(source.text)
+    path, cubin = f"{stem}.cu", f"{stem}.{arch.replace(' ', '_')}.cubin"
     target = "sm_100a" if arch == EMULATED else arch
-    proc = subprocess.run(nvcc_command(nvcc, source, target, path, cubin, system), capture_output=True, text=True,
-                          env=env)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
+    commands = [nvcc_command(nvcc, source, target, path, cubin, system)]
+    if cuobjdump:
+        commands.append([cuobjdump, "-sass", cubin])
+    tools = [os.path.dirname(os.path.realpath(t)) for t in (nvcc, cuobjdump) if t]
+    readable = tools + list(source.includes) + [p[2:] for p in system if p.startswith("-I")]
+    if env:
+        readable += [os.path.dirname(v) for k, v in env.items() if k.startswith(("PYTORCH_NVCC", "ARENA_"))
+                     and os.path.isabs(v)]
+    done, _ = sandbox.run_jailed(commands, f"compile:{source.text}", {path: source.text}, readable, env)
+    compiled = done[0]
+    if compiled.returncode != 0:
+        lines = compiled.stderr.strip().splitlines()
         errors = [line for line in lines if "emulate-blackwell:" in line] or [line for line in lines if "error" in line]
-        error = (errors[0] if errors else lines[-1] if lines else "nvcc failed").replace(path, f"{stem}.cu")
-        return Build(source.name, arch, FAILED, error=error)
+        error = errors[0] if errors else lines[-1] if lines else "nvcc failed"
+        return Build(source.name, arch, FAILED, error=sandbox.clean_text(error, 600))
     if arch == EMULATED:            # tcgen05 became library calls: no tensor-core instruction to count
-        return Build(source.name, arch, BUILT, kernels=_parse_ptxas(proc.stderr))
-    return Build(source.name, arch, BUILT, kernels=_parse_ptxas(proc.stderr), mma=_count_mma(cubin, arch))
+        return Build(source.name, arch, BUILT, kernels=_parse_ptxas(compiled.stderr))
+    if len(done) < 2 or done[1].returncode != 0:
+        said = done[1].stderr.strip()[:200] if len(done) > 1 else "not run"
+        raise CompileError(f"cuobjdump could not read the {arch} build: {sandbox.clean_text(said, 200)}")
+    return Build(source.name, arch, BUILT, kernels=_parse_ptxas(compiled.stderr),
+                 mma=Counter(m.group(0) for m in MMA_PATTERN[arch].finditer(done[1].stdout)))
 
 
 def _parse_ptxas(log: str) -> list[KernelUsage]:
@@ -471,29 +485,18 @@ def _parse_ptxas(log: str) -> list[KernelUsage]:
     return kernels
 
 
-def _count_mma(cubin: str, arch: str) -> Counter:
-    cuobjdump = find_tool("cuobjdump")
-    if cuobjdump is None:
-        raise CompileError("cuobjdump not found: `pip install nvidia-cuda-cuobjdump` (or use the CUDA toolkit's)")
-    proc = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise CompileError(f"cuobjdump could not read the {arch} build: {proc.stderr.strip()[:200]}")
-    return Counter(m.group(0) for m in MMA_PATTERN[arch].finditer(proc.stdout))
-
-
 def compile_submission(path: str, archs) -> list[Build]:
     """One Build per source and arch: built, failed, or not targeted (not built: the source is not for it)."""
     if isinstance(archs, str):
         archs = [archs]
     sources = find_sources(path)
     builds = []
-    with tempfile.TemporaryDirectory(prefix="arena-compile-") as workdir:
-        for arch in archs:
-            for source in sources:
-                if source.targets is not None and arch.split()[0] not in source.targets:
-                    builds.append(Build(source.name, arch, NOT_TARGETED, error=f"targets {', '.join(source.targets)}"))
-                else:
-                    builds.append(build(source, arch, workdir))
+    for arch in archs:
+        for source in sources:
+            if source.targets is not None and arch.split()[0] not in source.targets:
+                builds.append(Build(source.name, arch, NOT_TARGETED, error=f"targets {', '.join(source.targets)}"))
+            else:
+                builds.append(build(source, arch))
     return builds
 
 

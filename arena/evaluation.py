@@ -11,6 +11,8 @@ import time
 from arena import sandbox
 from arena.progress import Silent
 
+CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clean_submission.py")
+
 
 def notice(message: str):
     print(message, file=sys.stderr)
@@ -96,7 +98,9 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
     reference = task.import_reference()
     worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
                     sandboxed=sandboxed, spawned=early, emulate_blackwell=emulate_blackwell)
-    evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures)
+    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=max(timeout, 300.0),
+                   sandboxed=sandboxed)
+    evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures, clean=clean)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
     try:
@@ -133,6 +137,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
         evaluator.finish()                  # late writes to outputs already checked
     finally:
         worker.stop()
+        clean.stop()
     info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - clock, 3)},
                    integrity={"parent": hardening, "worker": worker.hardening}, notices=worker.notices,
                    refused=refused)

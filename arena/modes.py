@@ -69,12 +69,14 @@ def _some_groups_unchanged(problem: str, output) -> bool:
 class Evaluator:
     """Runs cases of one task against one submission, replacing the worker whenever it breaks."""
 
-    def __init__(self, reference, worker: Worker, device: str, limits: Limits, progress=None, figures: bool = False):
+    def __init__(self, reference, worker: Worker, device: str, limits: Limits, progress=None, figures: bool = False,
+                 clean: Worker | None = None):
         self.reference = reference
         self.progress = progress or Silent()
         self.figures = figures                    # keep pictures of wrong outputs and the timed samples
         self._expected = None                     # the reference's output at the last check
         self.worker = worker
+        self.clean = clean                        # imports arena/clean_submission.py: the clock baseline
         self.device = device
         self.limits = limits
         self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
@@ -267,28 +269,34 @@ class Evaluator:
                 return result
             # They do nothing, so they are cheap. A competition window is one sample, which one host hiccup
             # (a garbage collection) can stretch past a real call: the median of three windows.
+            # The empty windows come from a clean worker that never imported the submission: a baseline the
+            # submission could stretch would hide work it defers past its timed window.
             empty_calls = limits.calls_per_sample if together else batch
-            empties = [self.worker.request_empty(empty_calls, limits.case_timeout, together=together)
+            self.progress.stage("timing empty windows in a clean worker")
+            empties = [self._clean_worker().request_empty(empty_calls, limits.case_timeout, together=together)
                        for _ in range(EMPTY_WINDOWS if together else 1)]
             empty_elapsed_ns, empty_ns, empty_samples = empty_baseline(empties)
             result.timing["empty_ns"] = [round(t, 1) for t in empty_samples]
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": empty_ns}
-            # On the CPU the timed samples are wall clock, so the parent's clock bounds them. On a GPU event
-            # times legitimately fall far below the wall time of a host-bound call; there the drain and
-            # empty-window flags compare them with the worker's wall clock instead.
+            # Any device: what each request cost on the parent's clock, less the clean baseline, must be
+            # explained by the times the worker reported (on a GPU the per-call host work and the staging of
+            # inputs and outputs through shared memory are in the allowance).
             clock = own_clock_check(samples, batches, empty_elapsed_ns / max(empty_calls, 1),
-                                    output_bytes=data_bytes(reply.outputs[:1])) if self.device == "cpu" else ""
-            if clock:
-                result.error = clock
-                return result
+                                    moved_bytes=data_bytes(originals[:1]) + data_bytes(reply.outputs[:1]))
             result.wall = timing.summarize(wall.fields["wall_ns"]) if wall.fields.get("wall_ns") else None
             result.stats = timing.summarize(samples)
             result.samples_ns = list(samples) if self.figures else []
-            result.passed = True
             result.timing["harness_s"] = {"timing_loop": round(time.perf_counter() - started, 3),
                                           **{k: round(v, 3) for k, v in spent.items()}}
-            result.warnings = timing_warnings(result, {**extras, "samples": samples}) + result.warnings
+            impossible = ([clock] if clock else []) + timing_warnings(result, {**extras, "samples": samples})
+            result.warnings = impossible + result.warnings
+            if impossible:
+                result.untrusted = impossible[0]
+                if limits.check_every:          # ranked: a timing that cannot be honest is never ranked
+                    result.error = f"the timing cannot be trusted: {impossible[0]}"
+                    return result
+            result.passed = True
             clocks = gpustate.summarize(readings, sum(elapsed for _, elapsed in batches) / 1e6)
             if clocks:
                 result.timing["gpu"] = asdict(clocks)
@@ -299,6 +307,13 @@ class Evaluator:
         except Exception as error:
             result.error = f"evaluator error: {type(error).__name__}: {error}"
         return result
+
+    def _clean_worker(self) -> Worker:
+        if self.clean is None:
+            raise WorkerFailure("no clean worker to time empty windows in")
+        if self.clean.process is None:
+            self.clean.start()
+        return self.clean
 
     def _verify(self, labels: list, reply: Reply, originals: list, result, first: bool = True) -> bool:
         """Audit every output of one request and check them: every one in a ranked run, else one the
@@ -367,19 +382,20 @@ def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]
 
 
 def own_clock_check(samples_ns: list[float], batches: list[tuple[int, float]], empty_per_call_ns: float,
-                    output_bytes: int = 0) -> str:
+                    moved_bytes: int = 0) -> str:
     """The worker's times against the parent's own clock (any device). Each timed request took `elapsed` ns
-    as the parent saw it; the same loop around an empty call took `empty_per_call_ns` per call. What the
-    calls themselves added cannot be far above what the worker reported, unless its timing was bent.
-    Allowance: three times the reported mean plus 1 ms per call (a loaded CPU: 2.25x was seen honestly on
-    two busy cores), copying CPU outputs at 1 GB/s. The mean, not the median: one slow cold call in a short
-    run (CI failed this at 3 runs) is in both clocks. Forged clocks report 1000x less and stay far outside."""
+    as the parent saw it; the same loop around an empty call, in a clean worker, took `empty_per_call_ns` per
+    call. What the calls themselves added cannot be far above what the worker reported, unless its timing was
+    bent. Allowance: three times the reported mean plus 1 ms per call (a loaded CPU: 2.25x was seen honestly
+    on two busy cores), moving each call's inputs and outputs at 1 GB/s. The mean, not the median: one slow
+    cold call in a short run (CI failed this at 3 runs) is in both clocks. Forged clocks report 1000x less
+    and stay far outside."""
     calls = sum(size for size, _ in batches)
     if not calls or not samples_ns:
         return ""
     added = (sum(elapsed for _, elapsed in batches) - calls * empty_per_call_ns) / calls
     reported = sum(samples_ns) / len(samples_ns)
-    allowed = 3 * reported + 1e6 + output_bytes
+    allowed = 3 * reported + 1e6 + moved_bytes
     if added <= allowed:
         return ""
     return (f"the worker's timing disagrees with the evaluator's own clock: each call added "

@@ -20,6 +20,7 @@ class CaseResult:
     wall: Stats | None = None                        # sync-to-sync wall-clock per call
     sol_us: float | None = None
     warnings: list = field(default_factory=list)     # integrity flags
+    untrusted: str = ""                              # why the timing cannot be honest (benchmark: marked, not failed)
     diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose/)
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)

@@ -20,8 +20,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -199,6 +201,41 @@ class Isolation:
                        TRITON_CACHE_DIR=os.path.join(cache, "triton"), CUDA_CACHE_PATH=os.path.join(cache, "nv"))
             env[HOME_ENV] = self.home
         return env
+
+
+def run_jailed(commands: list[list[str]], key: str, files: dict[str, str], readable: list[str] = (),
+               env: dict | None = None) -> tuple[list[subprocess.CompletedProcess], str]:
+    """Run commands the submission controls (an nvcc build with its flags, cuobjdump on what it built) one after
+    another in a jail whose only writable folder is a fresh one holding `files`; it is their working folder
+    (name files relative to it) and is removed afterwards. Returns the finished processes (text output; the
+    first failure ends the list) and '' or why they ran unjailed. The evaluator reads nothing the commands
+    wrote except their stdout and stderr."""
+    uid = bubblewrap.jail_uid(key) if os.geteuid() == 0 else None
+    bwrap = bubblewrap.find_bwrap()
+    check_key = (bwrap, uid is None)
+    if check_key not in _jail_checks:
+        _jail_checks[check_key] = bubblewrap.check(bwrap, uid)
+    problem = _jail_checks[check_key] if sys.platform.startswith("linux") else "the sandbox needs Linux"
+    folder = tempfile.mkdtemp(prefix="arena-jail-")
+    done = []
+    try:
+        for name, text in files.items():
+            with open(os.path.join(folder, os.path.basename(name)), "x") as f:
+                f.write(text)
+        if not problem and uid is not None:
+            for name in [*os.listdir(folder), "."]:
+                os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
+        for argv in commands:
+            if not problem:
+                argv = bubblewrap.command(argv, folder, uid, bubblewrap.default_limits(), readable=list(readable),
+                                          bwrap=bwrap)
+            done.append(subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
+                                       errors="replace", stdin=subprocess.DEVNULL))
+            if done[-1].returncode != 0:
+                break
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)          # never follows a link the commands left
+    return done, problem
 
 
 def _private_home(digest: str, uid: int | None) -> str:

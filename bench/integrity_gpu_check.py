@@ -88,6 +88,7 @@ def run_check(check: Check, workdir: str) -> dict:
         f.write(check.spec + "\n")
     exploit_dir = os.path.join(workdir, tag)
     os.makedirs(exploit_dir, exist_ok=True)
+    os.chmod(exploit_dir, 0o1777)                  # the jail's own uid writes there
     env = {"EXPLOIT_DIR": exploit_dir, "ARENA_WORKER_WRITABLE": exploit_dir, **check.env}
     args = [check.mode, spec, "--submission", os.path.join(ROOT, check.submission), "--timeout", "120"]
     if check.mode != "test":
