@@ -9,7 +9,7 @@ submission.py stays one uploadable file; the CUDA it carries is edited here, as 
 - kernels/sm100/ (amalgamated, with its Python glue) -> the sm100 region (built by kernels/sm100/integrate.py)
 Each .cuh file is copied from the line after its "generated text begins" marker on, verbatim except for the
 bench-only profiling probes: every `#if NVFP4_PROFILE_MODE ...` block is resolved for mode 0 (the probes
-produce wrong results and have no place in the uploadable file; bench/hopper_gemm.py builds them from kernels/).
+produce wrong results and have no place in the uploadable file; bench/kernel/hopper_gemm.py builds them from kernels/).
 """
 import re
 import os

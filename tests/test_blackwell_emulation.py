@@ -6,7 +6,7 @@
   naming the instruction.
 - The nvcc shim builds an object whose only GPU code is an sm_90a ELF, and records the call sites.
 - The ld/st offset table the rewriter relies on is the same for every thread of the warp.
-The GPU half (the shipped sm_100a kernel and the public submissions through eval.py) is bench/blackwell_emulation_gpu.sh.
+The GPU half (the shipped sm_100a kernel and the public submissions through eval.py) is `bash bench/run_gpu.sh emulation`.
 """
 import json
 import os

@@ -4,7 +4,7 @@
   the SASS holds the block-scaled 4X MMA (UTCOMMA.4X) and the scale copies (UTCCP).
 - The amalgamated source (what submission.py embeds) builds the same way.
 - Emulation build (-DNVFP4_TCGEN05_EMULATION) for sm_90a: no spills, no tcgen05 instruction left.
-- GPU (Hopper) test: runs bench/sm100_emulation_check.py --quick (marked gpu; skipped without a GPU).
+- GPU (Hopper) test: runs bench/emulation/sm100_emulation_check.py --quick (marked gpu; skipped without a GPU).
 Nothing here runs on Blackwell hardware.
 """
 import os
@@ -106,7 +106,7 @@ def test_emulation_runs_on_hopper():
     import torch
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the emulation build targets sm_90a")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sm100_emulation_check.py"), "--quick"],
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "sm100_emulation_check.py"), "--quick"],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
 

@@ -222,7 +222,7 @@ def _generator():
 def test_the_uploadable_file_carries_no_profiling_probe_but_the_kernel_source_does():
     generator = _generator()
     assert generator.PROFILE_MACRO not in open(SUBMISSION).read()
-    assert generator.PROFILE_MACRO in open(generator.STRINGS[1][1]).read()   # bench/hopper_gemm.py --probes
+    assert generator.PROFILE_MACRO in open(generator.STRINGS[1][1]).read()   # bench/kernel/hopper_gemm.py --probes
 
 
 def test_profiling_blocks_resolve_to_mode_zero_and_unknown_forms_stop_the_generator():

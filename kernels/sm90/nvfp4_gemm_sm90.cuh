@@ -1,7 +1,7 @@
 // The sm_90a kernel of submission.py (fp4 -> fp16 decode + wgmma) and its extern "C" launcher; compiled
 // after kernels/common/nvfp4_common.cuh as one translation unit. kernels/generate.py copies this file, from
 // the line after this header on, into submission.py's CUDA_SM90, with the bench-only NVFP4_PROFILE_MODE probe
-// blocks resolved for mode 0 (bench/hopper_gemm.py --probes builds them from here); edit it here, then run
+// blocks resolved for mode 0 (bench/kernel/hopper_gemm.py --probes builds them from here); edit it here, then run
 // the generator.
 // ---- generated text begins on the next line
 // target: sm_90a (wgmma, setmaxnreg)

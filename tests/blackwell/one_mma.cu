@@ -1,5 +1,5 @@
 // One tcgen05.mma of a chosen kind on a 128 x N x (32 bytes of K) tile, then D read back two ways
-// (32x32b and 16x256b). Our own kernel for bench/blackwell_emulation_kinds.py (run under --emulate-blackwell's
+// (32x32b and 16x256b). Our own kernel for bench/emulation/blackwell_emulation_kinds.py (run under --emulate-blackwell's
 // runtime on a Hopper GPU; written for sm_100a). Operands: K-major, no swizzle, core matrices of 8 rows x 16
 // bytes: chunk c of row r at (r / 8) * 256 + c * 128 + (r % 8) * 16, so LBO = 128 and SBO = 256.
 #include <torch/extension.h>
