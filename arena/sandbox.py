@@ -176,10 +176,10 @@ class Isolation:
             return
         self.uid, self.bwrap = uid, bwrap
         self.home = _private_home(digest, uid)
-        who = f"uid {uid} of its own" if uid is not None else "the evaluator's uid in a user namespace (not root)"
-        self.state = (f"bubblewrap: {who}; own PID, IPC, network and UTS namespaces; minimal /dev; private /tmp "
-                      f"and /dev/shm; read-only files except its home; python -I; no capabilities; limits: data "
-                      f"{self.limits.memory_bytes >> 30} GiB, {self.limits.processes} processes, "
+        who = "a uid of its own" if uid is not None else "the evaluator's uid in a user namespace (not root)"
+        self.state = (f"bubblewrap jail: {who}; own PID, IPC, network and UTS namespaces; minimal /dev; private "
+                      f"/tmp and /dev/shm; read-only files except its home; python -I; no capabilities; limits: "
+                      f"data {self.limits.memory_bytes >> 30} GiB, {self.limits.processes} processes, "
                       f"{self.limits.open_files} open files")
 
     def wrap(self, argv: list[str], readable: list[str]) -> list[str]:

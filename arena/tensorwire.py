@@ -264,6 +264,14 @@ class Decoder:
             if reach * itemsize > storage.nbytes():
                 raise WireError(f"a tensor reaches past the end of its storage ({reach * itemsize} > "
                                 f"{storage.nbytes()} bytes)")
+            # More elements than its storage holds (stride 0, overlapping strides): copying it would make the
+            # evaluator allocate what the sender never did (a 2 GiB tensor over 2 bytes).
+            elements = 1
+            for n in shape:
+                elements *= n
+            if elements * itemsize > storage.nbytes():
+                raise WireError(f"a tensor of {elements} elements over a storage of {storage.nbytes()} bytes: "
+                                f"its elements overlap in memory (stride 0 or overlapping strides)")
         device = storage.device
         return torch.empty(0, dtype=dtype, device=device).set_(storage, offset, shape, stride)
 

@@ -1,5 +1,5 @@
 """The GPU-only exploits (side stream, super-batch with real kernels, late writes from a side stream, an
-output on the wrong device) and the honest controls on a GPU; the same checks as bench/integrity_gpu_check.py,
+output on the wrong device) and the honest controls on a GPU; the same checks as bench/integrity/gpu_check.py,
 which prints them as a table. Skipped without CUDA."""
 import sys
 
@@ -7,8 +7,8 @@ import pytest
 
 from tests.evalrun import ROOT
 
-sys.path.insert(0, f"{ROOT}/bench")
-import integrity_gpu_check as gpu_check  # noqa: E402
+sys.path.insert(0, f"{ROOT}/bench/integrity")
+import gpu_check  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

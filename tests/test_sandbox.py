@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -260,15 +261,19 @@ class Listener:
 @pytest.mark.skipif(os.geteuid() != 0, reason="the worker's own network and socket view need root")
 def test_the_worker_reaches_no_listening_socket_of_the_host(one, exploit_dir, tmp_path):
     tcp = Listener(socket.AF_INET, ("127.0.0.1", 0))
-    unix_path = str(tmp_path / "service.sock")
+    # Outside /tmp (the jail has its own): the jail sees this folder through its read-only view of the host.
+    visible = tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
+    os.chmod(visible, 0o755)
+    unix_path = os.path.join(visible, "service.sock")
     unix = Listener(socket.AF_UNIX, unix_path)
     os.chmod(unix_path, 0o777)
     abstract_name = f"arena-test-{os.getpid()}"
     abstract = Listener(socket.AF_UNIX, "\0" + abstract_name)
-    targets = tmp_path / "targets"
-    targets.write_text(f"tcp 127.0.0.1 {tcp.sock.getsockname()[1]}\nunix {unix_path}\nabstract {abstract_name}\n")
+    targets = os.path.join(exploit_dir, "targets")
+    with open(targets, "w") as f:
+        f.write(f"tcp 127.0.0.1 {tcp.sock.getsockname()[1]}\nunix {unix_path}\nabstract {abstract_name}\n")
     run = run_eval("test", one, "--submission", exploit("host_sockets"),
-                   env={"EXPLOIT_DIR": exploit_dir, "EXPLOIT_TARGETS": str(targets)})
+                   env={"EXPLOIT_DIR": exploit_dir, "EXPLOIT_TARGETS": targets})
     assert run.code == 0, run.stderr[-1500:]
     tried = read_log(exploit_dir, "sockets")
     assert len(tried) == 3, tried

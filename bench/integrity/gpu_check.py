@@ -1,6 +1,6 @@
 """Run the GPU side of the exploit suite on a real GPU and print a table: exploit, caught?, how.
 
-    python bench/integrity_gpu_check.py [--json OUT.json] [--flagship]
+    python bench/integrity/gpu_check.py [--json OUT.json] [--flagship]
 
 Self-contained (no pytest), about 1-2 minutes on an H100: each check is one `eval.py` subprocess on a
 small or official shape with few timed runs. Timing-sensitive checks (honest controls, side stream,
@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 from tests.evalrun import run_eval  # noqa: E402
 SMALL = "m: 128; n: 256; k: 256; l: 1; seed: 1111"
@@ -33,7 +33,7 @@ class Check:
     submission: str               # path relative to the repo root
     mode: str
     spec: str
-    error: str | None = None      # expected in the case's error (the case must fail), or
+    error: str | tuple | None = None   # expected in the case's error (the case must fail; any of a tuple), or
     warning: tuple = ()           # any of these in the case's warnings (the case passes, flagged)
     clean: bool = False           # an honest control: passes, no warning at all
     serial: bool = False          # timing-sensitive: run alone
@@ -52,13 +52,15 @@ CHECKS = [
     Check("honest control: fresh output tensor", exploit("honest_fresh_output"), "leaderboard", SMALL,
           clean=True, serial=True),
     Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
-          warning=("escapes the timed stream", "speed of light"), serial=True),
+          error=("timing cannot be trusted",), serial=True),
     Check("super-batch (one call computes the batch)", exploit("super_batch"), "leaderboard", BENCH_SMALL,
-          warning=("super-batch", "empty timed window", "speed of light"), serial=True, timing="per-call"),
+          error=("timing cannot be trusted",), serial=True, timing="per-call"),
     # (Under the competition's method a sample holds the whole batch, so a super-batch gains nothing there;
     # per call is where it would bend the median and best.)
     Check("late write from a thread on a side stream", exploit("gpu_late_write_stream"), "leaderboard", SMALL,
-          error="changed after custom_kernel returned"),
+          # Outputs are staged through shared memory when the reply is made: a write still in flight then
+          # leaves c unchanged; one that lands later never reaches the evaluator's copy.
+          error=("changed after custom_kernel returned", "returned the input c unchanged")),
     Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="a CPU tensor arrived where the device is cuda"),
     Check("untouched c", exploit("out_untouched_c"), "test", SMALL, error="returned the input c unchanged"),
     Check("fp32 output", exploit("out_fp32"), "test", SMALL, error="output dtype is torch.float32"),
@@ -113,7 +115,8 @@ def run_check(check: Check, workdir: str) -> dict:
             denied = [line for line in _log(exploit_dir, "seed_probe") if "environ: denied" in line]
             row["how"] = f"seed not found; parent environ {'denied' if denied else 'readable (seed absent)'}"
     elif check.error:
-        row["caught"] = proc_code == 112 and check.error in error and "FORGED" not in raw
+        expected = (check.error,) if isinstance(check.error, str) else check.error
+        row["caught"] = proc_code == 112 and any(e in error for e in expected) and "FORGED" not in raw
         row["how"] = error or f"exit {proc_code}, no error"
     else:
         hits = [w for w in warnings if any(expected in w for expected in check.warning)]
