@@ -37,7 +37,7 @@ def explain_import_error(exc: BaseException, device_capability: tuple | None,
     """One plain line for why `exc` happened here, or None when it is not one of these causes.
 
     device_capability: the GPU's (major, minor), None on a machine without a CUDA GPU. built_for: the archs
-    the submission's CUDA code was compiled for, when known (arena/compile.py), to name them."""
+    the submission's CUDA code was compiled for, when known (arena/compile/), to name them."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in _DSL_MODULES:
         return (f"needs CuTe DSL (nvidia-cutlass-dsl), which is not installed (no module {exc.name!r}): "

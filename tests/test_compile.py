@@ -48,7 +48,7 @@ def test_ptxas_log_parsing_finds_registers_smem_and_spills():
             48 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads
         ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]
     """)
-    (kernel,) = arena_compile._parse_ptxas(log)
+    (kernel,) = arena_compile.parse_ptxas(log)
     assert (kernel.name, kernel.registers, kernel.smem, kernel.stack, kernel.spill_stores, kernel.spill_loads) == \
         ("_Z4gemmv", 168, 1024, 48, 24, 16)
     build = arena_compile.Build(source="X", arch="sm_90a", status=arena_compile.BUILT, kernels=[kernel])

@@ -13,6 +13,7 @@ import pytest
 
 from arena import compile as arena_compile
 from arena.compile import find_tool
+from arena.compile import nvcc as compile_nvcc
 from tests.evalrun import ROOT, run_eval
 
 NVCC = find_tool("nvcc")
@@ -125,8 +126,8 @@ def test_sources_without_global_are_found_through_load_inline_and_cutlass_includ
 
 
 def test_missing_cutlass_headers_fail_with_the_install_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(arena_compile, "cutlass_include_dirs", lambda: None)
-    monkeypatch.setattr(arena_compile, "find_tool", lambda name: "/bin/true")
+    monkeypatch.setattr(compile_nvcc, "cutlass_include_dirs", lambda: None)     # where build's lookups read them
+    monkeypatch.setattr(compile_nvcc, "find_tool", lambda name: "/bin/true")
     (build,) = arena_compile.compile_submission(write(tmp_path, CUTLASS_STYLE), ["sm_90a"])
     assert build.status == arena_compile.FAILED
     assert build.error == "includes CUTLASS headers, which are not installed: python3 -m pip install --no-deps " \

@@ -22,7 +22,7 @@ def glue_block() -> str:
 
 
 def region() -> str:
-    cuda = amalgamated_source(common=False)  # contains tcgen05.*: arena/compile.py builds it for sm_100a
+    cuda = amalgamated_source(common=False)  # contains tcgen05.*: arena/compile/ builds it for sm_100a
     assert '"""' not in cuda and not cuda.rstrip("\n").endswith("\\")
     text = (f"{BEGIN}\n"
             "# The sm_100a kernel: TMA -> smem, tcgen05.cp scale atoms -> TMEM, tcgen05.mma kind::mxf4nvf4\n"
