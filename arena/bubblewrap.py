@@ -1,7 +1,7 @@
 """The jail every piece of submission-controlled code runs in: bubblewrap (`bwrap`), a maintained sandbox tool
 (Flatpak's), plus util-linux's `setpriv` and `prlimit` (docs/integrity.md, "The sandbox").
 
-Used by arena/sandbox.py (the worker: import, calls, its load_inline builds) and arena/compile.py (the nvcc
+Used by arena/sandbox.py (the worker: import, calls, its load_inline builds) and arena/compile/build.py (the nvcc
 builds of `eval.py compile`). `command()` wraps an argv so that it runs:
 - as a uid/gid of its own that owns nothing on the host (as root; a user without root keeps its own uid
   inside a user namespace of its own),
@@ -26,6 +26,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 BWRAP_ENV = "ARENA_BWRAP"             # path of a bwrap binary, for machines where it is not on PATH
@@ -109,6 +110,63 @@ def _listening_socket_files() -> list[str]:
     return sorted(p for p in found if os.path.exists(p) and not p.startswith(("/tmp/", "/dev/")))
 
 
+def _others_may_read(folder: str, limit: int = 2000) -> bool:
+    """Whether a user of no group may enter `folder` and read its files (the first `limit` entries)."""
+    seen = 0
+    for base, folders, files in os.walk(folder):
+        if os.stat(base).st_mode & 0o005 != 0o005:
+            return False
+        for name in files:
+            seen += 1
+            try:
+                if seen <= limit and not os.stat(os.path.join(base, name)).st_mode & 0o004:
+                    return False
+            except OSError:
+                pass
+        folders[:] = [f for f in folders if not f.startswith((".git", "__pycache__"))]
+        if seen > limit:
+            break
+    return True
+
+
+def world_readable_copy(folder: str, max_bytes: int = 256 << 20) -> str:
+    """A copy of `folder` every user may read, kept under <tmp>/nvfp4-arena-copies and reused while its files'
+    names, sizes and times are unchanged. Only the evaluator writes it; the jail binds it read-only."""
+    entries, total = [], 0
+    skip = (".git", "__pycache__", ".pytest_cache", ".tools", ".whl", "out")
+    for base, folders, files in os.walk(folder):
+        folders[:] = sorted(f for f in folders if f not in skip)
+        for name in sorted(files):
+            st = os.stat(os.path.join(base, name))
+            total += st.st_size
+            entries.append(f"{os.path.relpath(os.path.join(base, name), folder)}:{st.st_size}:{st.st_mtime_ns}")
+    if total > max_bytes:
+        raise OSError(f"{folder} is not readable by the jail's user and too large to copy "
+                      f"({total >> 20} MiB): make it readable by others (chmod -R o+rX)")
+    digest = hashlib.sha256(("\n".join([folder, *entries])).encode()).hexdigest()[:24]
+    base_folder = os.path.join(tempfile.gettempdir(), "nvfp4-arena-copies")
+    os.makedirs(base_folder, mode=0o755, exist_ok=True)
+    copy = os.path.join(base_folder, digest)
+    if not os.path.isdir(copy):
+        partial = tempfile.mkdtemp(dir=base_folder)
+        shutil.copytree(folder, os.path.join(partial, "tree"), symlinks=True,
+                        ignore=shutil.ignore_patterns(*skip))
+        for base, folders, files in os.walk(partial):
+            for name in folders:
+                os.chmod(os.path.join(base, name), 0o755)
+            for name in files:
+                path = os.path.join(base, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
+        os.chmod(partial, 0o755)
+        try:
+            os.rename(os.path.join(partial, "tree"), copy)
+        except OSError:                  # another evaluation made the same copy meanwhile
+            pass
+        shutil.rmtree(partial, ignore_errors=True)
+    return copy
+
+
 def readable_paths(extra: list[str]) -> list[str]:
     """What a jailed Python with torch, nvcc and the evaluator must be able to read: the interpreter's
     prefixes and import path, PATH, the CUDA toolkit, plus `extra` (the checkout, the submission's folder)."""
@@ -145,20 +203,33 @@ def command(argv: list[str], home: str, uid: int | None, limits: Limits, readabl
         if not os.path.isdir(node):
             jail += ["--dev-bind", node, node]
     paths = readable_paths(list(readable))
+    # The evaluator's own folders (the checkout, the task, the submission's) that the jail's user may not
+    # read (a runner's private work folder, mode 0700): a world-readable copy is bound over them.
+    source = {p: p for p in paths}
+    if uid is not None:
+        for path in readable:
+            real = os.path.realpath(path)
+            if real in source and os.path.isdir(real) and not _others_may_read(real):
+                source[real] = world_readable_copy(real)
     # /tmp is the jail's own: whatever the evaluator needs from the host's /tmp is bound back.
     hidden = ["/tmp"] + [r for r in _untraversable_roots(paths + [home, *writable]) if not r.startswith("/tmp/")]
     for root in hidden:
         if root != "/tmp":
             jail += ["--perms", "0755", "--tmpfs", root]
+    bound = set()
     for root in hidden:
         # bwrap would copy the host's modes for the folders it makes on the way: the jail's user must pass.
         for path, how in [(p, "--ro-bind") for p in paths] + [(p, "--bind") for p in (home, *writable)]:
-            if path.startswith(root + os.sep):
-                parts = path[len(root) + 1:].split(os.sep)[:-1]
+            if path == root or path.startswith(root + os.sep):
+                parts = path[len(root) + 1:].split(os.sep)[:-1] if path != root else []
                 for i in range(1, len(parts) + 1):
                     jail += ["--perms", "0755", "--dir", os.path.join(root, *parts[:i])]
-                if how == "--ro-bind":
-                    jail += [how, path, path]
+                if how == "--ro-bind" and path not in bound:
+                    jail += [how, source[path], path]
+                    bound.add(path)
+    for path in paths:                  # copies of folders no ancestor hides
+        if path not in bound and source[path] != path:
+            jail += ["--ro-bind", source[path], path]
     for socket_file in _listening_socket_files():
         jail += ["--ro-bind", "/dev/null", socket_file]
     for folder in [home, *writable]:
