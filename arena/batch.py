@@ -12,6 +12,7 @@ The driver side (`run_batch`) imports Ray only when it starts; `evaluate_one` is
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ class BatchPlan:
     timeout: float                  # seconds per case, as eval.py --timeout
     on_gpu: bool = False            # one GPU per evaluation (set by the driver once it sees the cluster)
     driver_omp_threads: str | None = None     # OMP_NUM_THREADS where `batch` was started (None: unset)
+    slots: int = 1                  # evaluations at once on one machine (its GPUs, or its cores without one)
 
 
 def find_submissions(paths: list[str]) -> tuple[list[Submission], list[str]]:
@@ -155,6 +157,25 @@ def _last_error_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def claim_cores(slots: int) -> tuple[set[int], int] | None:
+    """A block of this machine's cores that no other evaluation on it holds (one of `slots` equal blocks),
+    with the descriptor of its lock (held until closed: the claim ends with the process, however it ends).
+    None when every block is taken. Ray counts CPUs but pins nothing: without this, two timed runs could
+    share a core."""
+    cores = sorted(os.sched_getaffinity(0))
+    per = max(1, len(cores) // max(1, slots))
+    folder = os.path.join(tempfile.gettempdir(), "nvfp4-arena-cores")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    for block in range(max(1, len(cores) // per)):
+        fd = os.open(os.path.join(folder, f"{block}-of-{per}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return set(cores[block * per:(block + 1) * per]), fd
+        except OSError:
+            os.close(fd)
+    return None
+
+
 def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
     """One whole `eval.py MODE` run of `submission`, as a single run would do it, in its own session; its
     JSON becomes the row. Runs where Ray places it (Ray has set CUDA_VISIBLE_DEVICES for its GPU)."""
@@ -185,9 +206,16 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
             environment.pop("OMP_NUM_THREADS", None)
             if plan.driver_omp_threads is not None:
                 environment["OMP_NUM_THREADS"] = plan.driver_omp_threads
+        claim = claim_cores(plan.slots)
+        cores = claim[0] if claim else None
+
+        def start():
+            _die_with_parent()
+            if cores:
+                os.sched_setaffinity(0, cores)
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True, preexec_fn=_die_with_parent)
+                                   start_new_session=True, preexec_fn=start)
         overran = False
         try:
             stdout, stderr = process.communicate(timeout=deadline)
@@ -195,6 +223,9 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
             overran = True
             _stop(process)
             stdout, stderr = process.communicate()
+        finally:
+            if claim:
+                os.close(claim[1])          # the cores are free for the next evaluation
         doc = None
         if os.path.exists(report):
             try:

@@ -107,7 +107,8 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
                                                                soft=False)).remote()
         task = ray.remote(evaluate_one).options(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES,
                                                 retry_exceptions=False)
-        plan = dataclasses.replace(plan, on_gpu=bool(gpus), driver_omp_threads=os.environ.get("OMP_NUM_THREADS"))
+        plan = dataclasses.replace(plan, on_gpu=bool(gpus), driver_omp_threads=os.environ.get("OMP_NUM_THREADS"),
+                                   slots=int(gpus) if gpus else cpus)
         pending = {task.remote(s, plan, counter): s for s in todo}
         rows = []
         bar = Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -317,3 +317,22 @@ def test_without_address_a_new_local_instance_starts_whatever_ray_address_says(t
     assert done.returncode == 0, done.stderr[-2000:]
     row, = read_jsonl(jsonl)
     assert row["passed"]
+
+
+def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
+    """Each evaluation of a batch claims a block of cores with a lock held for its lifetime; a third claim on a
+    two-slot machine finds none free until one ends (real processes, real locks)."""
+    code = ("import sys, time; sys.path.insert(0, {root!r}); from arena.batch import claim_cores\n"
+            "claim = claim_cores(2); print(sorted(claim[0]) if claim else None, flush=True); time.sleep(3)\n")
+    holders = [subprocess.Popen([sys.executable, "-c", code.format(root=ROOT)], stdout=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    first, second = (json.loads(p.stdout.readline()) for p in holders)
+    from arena.batch import claim_cores
+    third = claim_cores(2)
+    for p in holders:
+        p.wait()
+    assert first and second and not set(first) & set(second), (first, second)
+    assert third is None, third
+    again = claim_cores(2)
+    assert again is not None
+    os.close(again[1])
