@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import torch
+from rich.markup import escape
 
 from arena.diagnose.probes import ProbeResult
 from arena.results import CaseResult, RunInfo, geomean_us
@@ -126,7 +127,7 @@ def print_failure_details(console, results: list) -> None:
             console.print(f"[bold]case {r.index}[/bold]: same error as case {first_with[key]}", highlight=False)
             continue
         first_with.setdefault(key, r.index)
-        console.print(f"[bold]case {r.index}[/bold] ({r.spec}):", markup=True, highlight=False)
+        console.print(f"[bold]case {r.index}[/bold] ({escape(r.spec)}):", markup=True, highlight=False)
         for line in r.details[:8]:
             console.print(f"    {line}", markup=False, highlight=False)
         render_diagnosis(console, r)
@@ -164,7 +165,7 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
         print_failure_details(console, results)
     elif mode == "profile":
         for r in results:
-            console.print(f"[bold]case {r.index}[/bold] ({r.spec})")
+            console.print(f"[bold]case {r.index}[/bold] ({escape(r.spec)})")
             console.print((reports or {}).get(r.index) or r.error, markup=False, highlight=False)
     else:
         table = Table(show_header=True, header_style="bold")
@@ -203,7 +204,7 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
                     console.print(Text(f"⚠ case {r.index}: {warning}", style="yellow"))
         for r in results:
             if not r.passed and r.diagnosis:
-                console.print(f"[bold]case {r.index}[/bold] ({r.spec}):")
+                console.print(f"[bold]case {r.index}[/bold] ({escape(r.spec)}):")
                 render_diagnosis(console, r)
         if not info.machine.get("gpu"):
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
@@ -298,7 +299,7 @@ def echo_integrity(results: list[CaseResult], static: list, isolation: dict | No
 
 def render_probes(console, spec: str, results: list[ProbeResult], not_gemm: bool = False, diagnosis: str = ""):
     """One case of `eval.py diagnose`: each probe with its lines, the count, and the probe that explains it."""
-    console.print(f"[bold]diagnose[/bold] {spec}")
+    console.print(f"[bold]diagnose[/bold] {escape(spec)}")
     if not_gemm:
         console.print("[dim]structured GEMM probes exist for the nvfp4_gemm contract only; this task gets the "
                       "random case with its diagnosis, the probes its reference.py names (PROBES), and the repeat probe (group "
@@ -323,7 +324,7 @@ def render_diagnose_report(console, results, reports):
     for r in results:
         probes = [ProbeResult(**p) for p in (reports or {}).get(r.index, [])]
         if not probes:
-            console.print(f"[red]✘ {r.spec}: {r.error}[/red]")
+            console.print(f"✘ {r.spec}: {r.error}", style="red", markup=False, highlight=False)
             continue
         render_probes(console, r.spec, probes, not_gemm=not any(p.name.startswith("all ones") for p in probes),
                       diagnosis=r.diagnosis)
