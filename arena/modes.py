@@ -165,7 +165,7 @@ class Evaluator:
         from arena.diagnose import explain_failure
         self.progress.stage("diagnosing the wrong output")
         regenerate = functools.cache(regenerate) if regenerate is not None else None   # made once for both
-        found = explain_failure(self.reference, data, output, regenerate)
+        found = explain_failure(self.reference, data, output, regenerate, rerun=self.call_once)
         if found is not None:
             result.diagnosis, result.evidence = found.summary, found.evidence
         if self.figures and self._expected is not None:

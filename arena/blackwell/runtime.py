@@ -13,6 +13,7 @@ import ctypes
 import glob
 import json
 import os
+import sys
 
 ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
                 "instructions run in software on this Hopper GPU (correctness only: no times are reported)")
@@ -32,22 +33,54 @@ MESSAGES = {
     8: "tensor memory lanes from address {a:#x} run past lane 127",
     9: "tensor memory columns {a}..{a}+{b} run past column 511",
     10: "a .sync.aligned tcgen05 instruction ran with only some lanes of the warp (active mask {a:#010x})",
-    20: "instruction descriptor {a:#010x}: reserved bits are set",
+    20: lambda a, b: f"instruction descriptor {a:#010x}: {_bits(b)} set, which the PTX ISA's descriptor table for "
+                     f"this .kind marks reserved (or valid only for .kind::i8, .ws or sparse MMAs)" + _e2m1_hint(a, b),
     21: "instruction descriptor {a:#010x}: sparse MMA is not emulated",
     22: "instruction descriptor {a:#010x}: A/B data types are not valid for this .kind",
-    23: "instruction descriptor {a:#010x}: M must be 128 and N a multiple of 8 in 8..256 (cta_group::1)",
+    23: lambda a, b: f"instruction descriptor {a:#010x}: the M field gives M = {_m(a, b)}; cta_group::1 takes M = 128 "
+                     "(or 64 for the unscaled kinds)",
     24: "instruction descriptor {a:#010x}: scale-factor ids must be 0 with block16 (and 0 or 2 with block32)",
     25: "instruction descriptor {a:#010x}: K = 96 is sm_103a only",
     26: "instruction descriptor {a:#010x}: transposed (MN-major) operands are not emulated",
     27: "instruction descriptor {a:#010x}: the accumulator type is not emulated (F32, or S32 for .kind::i8)",
     28: "instruction descriptor {a:#010x}: the scale type does not match the block size (UE4M3 with block16, "
         "UE8M0 with block32)",
+    30: lambda a, b: f"instruction descriptor {a:#010x}: N = {((a >> 17) & 0x3F) * 8} (bits 17-22, N >> 3) is not a valid N "
+                     f"for .kind::{KIND_NAMES.get(b, b)} with cta_group::1: "
+                     + ("8, 16, 24, 32, then multiples of 16 up to 256" if b == 3 else "a multiple of 8 from 8 to 256"),
+    31: "instruction descriptor {a:#010x}: M = 64 (bits 24-28, M >> 4) is valid, but its accumulator layout is not "
+        "emulated",
     40: "shared memory descriptor (high word {a:#010x}): bits 46-48 must be 0b001 on sm_100",
     41: "shared memory descriptor (high word {a:#010x}): invalid swizzle mode",
     42: "shared memory descriptor (high word {a:#010x}): a non-zero base offset is not emulated",
     43: "shared memory descriptor (high word {a:#010x}): the absolute LBO mode is not emulated",
     50: "tcgen05.cp shape code {a} is not emulated",
+    60: lambda a, b: f"SF{'AB'[a & 1]} {'row' if a & 1 == 0 else 'column'} {a >> 1} has different scale factors in lane "
+                     f"quarters 0 and {b} of tensor memory; the PTX ISA asks for the same copy in all four 32-lane "
+                     "quarters (tcgen05.cp .32x128b.warpx4 writes all four); this emulation reads the quarter of each "
+                     "accumulator row",
+    61: lambda a, b: f"shared memory descriptor (high word {a:#010x}) has SBO = {b} bytes with no swizzle: its 8-row "
+                     "groups (8 rows x 16 bytes) overlap; a K-major source needs SBO >= 128 (128 for a 32x128b scale "
+                     "atom)",
 }
+KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
+WARNINGS = (60, 61)
+
+
+def _bits(mask: int) -> str:
+    bits = [str(i) for i in range(32) if mask >> i & 1]
+    return ("bit " if len(bits) == 1 else "bits ") + ", ".join(bits)
+
+
+def _m(a: int, kind: int) -> int:
+    return ((a >> 27) & 3) * 128 if kind >= 4 else ((a >> 24) & 0x1F) * 16
+
+
+def _e2m1_hint(a: int, mask: int) -> str:
+    if mask >> 12 & 1 and (a >> 7) & 7 == 5:
+        return ("; A/B type 5 is E2M1 under .kind::mxf8f6f4 (3-bit fields), while under .kind::mxf4/mxf4nvf4 "
+                "the type fields are bits 7-9 and 10-11 and E2M1 = 1")
+    return ""
 
 
 class EmulationError(RuntimeError):
@@ -59,15 +92,17 @@ class EmulationBuildError(RuntimeError):
     emulated build failed."""
 
 
-_state = {"modules": [], "installed": False}
+_state = {"modules": [], "installed": False, "warned": set()}
 
 
 def describe(record: list[int], sites: dict[int, str]) -> str:
     code, site, a, b = record[:4]
-    what = MESSAGES.get(code, "emulation error {code}").format(a=a, b=b, code=code)
+    message = MESSAGES.get(code, "emulation error {code}")
+    what = message(a, b) if callable(message) else message.format(a=a, b=b, code=code)
     where = f"CTA ({record[4]},{record[5]},{record[6]}) thread {record[7]}"
     instruction = sites.get(site, f"call site {site}")
-    return f"emulated tcgen05: {what}; at `{instruction}` ({where})"
+    label = "emulated tcgen05 warning" if code in WARNINGS else "emulated tcgen05"
+    return f"{label}: {what}; at `{instruction}` ({where})"
 
 
 def _sites(module_file: str) -> dict[int, str]:
@@ -83,14 +118,24 @@ def _sites(module_file: str) -> dict[int, str]:
 
 
 def raise_on_error():
-    """After a call: the first error any emulated extension recorded, as one line."""
+    """After a call: the first error any emulated extension recorded, as one line. A warning (words 8-15 of the
+    record) is printed once per instruction and kind, on stderr, which the report shows as the submission's
+    output."""
     for module_file in _state["modules"]:
         try:
             read = ctypes.CDLL(module_file).__nvfp4emu_read_state
         except (OSError, AttributeError):
             continue
         buffer = (ctypes.c_uint * 16)()
-        if read(buffer) == 0 and buffer[0]:
+        if read(buffer) != 0:
+            continue
+        if buffer[8]:
+            warning = list(buffer)[8:16]
+            key = (module_file, warning[0], warning[1])
+            if key not in _state["warned"]:
+                _state["warned"].add(key)
+                print(describe(warning, _sites(module_file)), file=sys.stderr, flush=True)
+        if buffer[0]:
             raise EmulationError(describe(list(buffer), _sites(module_file)))
 
 

@@ -12,6 +12,8 @@
 //    first cell; the rewriter emits the plain loads and stores at fixed offsets.
 //  - A violation records the first error (code, call site, two values) in __nvfp4emu_state, which the
 //    force-included header (emulation_host.h) defines and the host reads after each call; the kernel goes on.
+//    A lint finding (legal PTX that is very likely a bug) records the first warning the same way, in words
+//    8-15 of the record; the host prints it and the call goes on.
 // Every function is extern "C" and prefixed __nvfp4emu_ so the rewriter can call it from PTX.
 #include <stdint.h>
 #include <cuda_fp16.h>
@@ -37,9 +39,10 @@ enum : uint32_t {
   E_TOO_MANY_SMS = 1, E_ALLOC_NCOLS, E_ALLOC_TIMEOUT, E_DEALLOC_NOT_OWNED, E_DEALLOC_ARGS, E_NOT_ALLOCATED,
   E_LANE_QUARTER, E_LANE_RANGE, E_COL_RANGE, E_NOT_CONVERGED,
   E_IDESC_RESERVED = 20, E_IDESC_SPARSE, E_IDESC_TYPE, E_IDESC_SHAPE, E_IDESC_SFID, E_IDESC_K96,
-  E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN,
+  E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64,
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
+  W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -82,6 +85,20 @@ static __device__ __noinline__ void emu_fail(uint32_t code, uint32_t site, uint3
     __nvfp4emu_state[5] = blockIdx.y;
     __nvfp4emu_state[6] = blockIdx.z;
     __nvfp4emu_state[7] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    __threadfence();
+  }
+}
+
+// The first warning: words 8-15, laid out as the error record.
+static __device__ __noinline__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  if (atomicCAS(&__nvfp4emu_state[8], 0u, code) == 0u) {
+    __nvfp4emu_state[9] = site;
+    __nvfp4emu_state[10] = a;
+    __nvfp4emu_state[11] = b;
+    __nvfp4emu_state[12] = blockIdx.x;
+    __nvfp4emu_state[13] = blockIdx.y;
+    __nvfp4emu_state[14] = blockIdx.z;
+    __nvfp4emu_state[15] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     __threadfence();
   }
 }
@@ -264,6 +281,14 @@ static __device__ __forceinline__ uint32_t emu_kmajor_chunk(const EmuSDesc& d, u
   return lin ^ (((lin >> 7) & bits) << 4);
 }
 
+// Lint: a no-swizzle K-major source whose 8-row groups (core matrices of 8 rows x 16 bytes, 128 bytes each)
+// start less than 128 bytes apart reads rows twice and skips others (legal PTX, almost surely a bug). An
+// operand of 8 rows or fewer never uses SBO.
+static __device__ __forceinline__ void emu_lint_sbo(const EmuSDesc& d, uint32_t site, unsigned long long desc,
+                                                    uint32_t rows) {
+  if (d.swizzle == 0u && d.sbo < 128u && rows > 8u) emu_warn(W_SBO_OVERLAP, site, (uint32_t)(desc >> 32), d.sbo);
+}
+
 static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
@@ -274,6 +299,7 @@ static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
 extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
   const EmuSDesc d = emu_sdesc(sdesc);
   if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
+  emu_lint_sbo(d, site, sdesc, shape == C_4x256b ? 4u : shape == C_32x128b_x4 ? 32u : 64u);
   uint32_t rows, chunks;  // source rows and 16-byte chunks per row
   switch (shape) {
     case C_128x256b: rows = 128; chunks = 2; break;
@@ -365,12 +391,36 @@ struct EmuMma {
 // 13/14 negate A/B, 15/16 transpose A/B, 17-22 N>>3. Non-scaled kinds: 3 saturate, 4-5 D type, 7-9 atype,
 // 10-12 btype, 24-28 M>>4, 30-31 max shift. Block-scaled kinds: 4-5 SFB id, 7-9 atype, 10-11 (mxf4*) or
 // 10-12 btype, 23 scale type (1 = UE8M0), 27-28 M>>7, 29-30 SFA id, 31 K = 96.
-static __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_t vec, EmuMma& m) {
+// Bits the descriptor table of each kind marks reserved, plus fields the table allows only elsewhere
+// (saturate outside .kind::i8, the maximum shift outside .ws, negate under .kind::i8). `emu_idesc` reports
+// them with E_IDESC_RESERVED and the mask.
+static __host__ __device__ __forceinline__ uint32_t emu_idesc_reserved(uint32_t kind, uint32_t d) {
+  if (kind >= K_MXF8F6F4) {
+    uint32_t mask = 0x3u | (1u << 3) | (1u << 6) | (7u << 24);   // bits 0-1, 3, 6, 24-26
+    if (kind != K_MXF8F6F4) mask |= 1u << 12;                     // btype is bits 10-11 under mxf4 kinds
+    else mask |= 1u << 31;                                        // K = 96 exists for mxf4 kinds only
+    return d & mask;
+  }
+  uint32_t mask = (1u << 6) | (1u << 23) | (1u << 29) | (3u << 30);   // reserved, and the .ws maximum shift
+  if (kind != K_I8) mask |= 1u << 3;                                  // saturate: integer kinds only
+  else mask |= 3u << 13;                                              // .kind::i8 has no negate
+  return d & mask;
+}
+
+// N of cta_group::1 dense MMAs (PTX ISA "Matrix Shape", table of .kind and shapes): 8..256 in steps of 8,
+// except .kind::i8: 8, 16, 24, 32, then steps of 16 up to 256.
+static __host__ __device__ __forceinline__ bool emu_valid_n(uint32_t kind, uint32_t n) {
+  if (n < 8u || n > 256u || n % 8u) return false;
+  return kind != K_I8 || n <= 32u || n % 16u == 0u;
+}
+
+static __host__ __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_t vec, EmuMma& m) {
   m.kind = kind;
   m.neg_a = (d >> 13) & 1u; m.neg_b = (d >> 14) & 1u;
   m.N = ((d >> 17) & 0x3Fu) << 3;
   m.scaled = kind >= K_MXF8F6F4;
   if ((d >> 2) & 1u) return E_IDESC_SPARSE;
+  if (emu_idesc_reserved(kind, d)) return E_IDESC_RESERVED;
   if ((d >> 15) & 3u) return E_IDESC_TRANSPOSE;
   if (!m.scaled) {
     m.dtype_f32 = ((d >> 4) & 3u);
@@ -408,8 +458,9 @@ static __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_t vec, Em
     if (m.sf_block == 16u && (m.sfa_id || m.sfb_id)) return E_IDESC_SFID;
     if (m.sf_block == 32u && m.K == 64u && ((m.sfa_id & 1u) || (m.sfb_id & 1u))) return E_IDESC_SFID;
   }
-  if (m.M != 128u) return E_IDESC_SHAPE;  // cta_group::1 with M = 128 (M = 64 uses another D layout)
-  if (m.N < 8u || m.N > 256u || (m.N % 8u)) return E_IDESC_SHAPE;
+  if (m.M == 64u && !m.scaled) return E_IDESC_M64;   // valid, but its D layout is not emulated
+  if (m.M != 128u) return E_IDESC_SHAPE;            // cta_group::1 dense: M = 64 or 128 (128 for scaled kinds)
+  if (!emu_valid_n(kind, m.N)) return E_IDESC_N;
   return E_NONE;
 }
 
@@ -422,12 +473,34 @@ static __device__ __forceinline__ uint32_t emu_raw_smem(const EmuSDesc& d, uint3
   return v >> (8u * (addr & 3u) + (bit & 7u));
 }
 
-// Scale-factor cell for operand row r (scale_vec layouts in tensor memory: row r in lane r % 32, column
-// base + r / 32; the byte(s) per K block start at the SF id).
-static __device__ __forceinline__ float emu_scale(const uint32_t* sf_col0, uint32_t r, uint32_t blk, uint32_t sf_id, const EmuMma& m) {
-  const uint32_t cell = sf_col0[(r % 32u) * EMU_COLS + r / 32u];
+// Scale-factor cell for operand row r as the 32-lane quarter `quarter` holds it (scale_vec layouts in tensor
+// memory: row r in lane r % 32 of every quarter, column base + r / 32; the byte(s) per K block start at the
+// SF id). The PTX ISA ("Block Scaling") asks for the scale factors in all four lane quarters; the accumulator
+// row d sits in quarter d / 32, and this emulation reads the copy in that quarter: SFA row d from quarter
+// d / 32, SFB for accumulator row d from quarter d / 32 too. `emu_lint_quarters` warns when copies differ,
+// so a kernel without that warning does not depend on which copy the hardware reads.
+static __device__ __forceinline__ float emu_scale(const uint32_t* sf_col0, uint32_t quarter, uint32_t r, uint32_t blk,
+                                                  uint32_t sf_id, const EmuMma& m) {
+  const uint32_t cell = sf_col0[(32u * quarter + r % 32u) * EMU_COLS + r / 32u];
   const uint32_t byte = (cell >> (8u * ((sf_id + blk) & 3u))) & 0xFFu;
   return m.scale_ue8m0 ? emu_ue8m0(byte) : emu_ue4m3(byte);
+}
+
+// Lint: the bytes an MMA reads from a scale-factor block (rows x K blocks from `sf_id`) must be the same in
+// all four lane quarters. Reports the first row that differs (a = 0 for SFA, 1 for SFB, plus row << 1; b = the
+// quarter that differs from quarter 0).
+static __device__ void emu_lint_quarters(const uint32_t* sf_col0, uint32_t rows, uint32_t which, uint32_t site,
+                                         uint32_t nblk, uint32_t sf_id) {
+  const uint32_t bits = 8u * nblk, mask = (bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u)) << (8u * sf_id);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t first = sf_col0[(r % 32u) * EMU_COLS + r / 32u] & mask;
+    for (uint32_t q = 1; q < 4u; ++q) {
+      if ((sf_col0[(32u * q + r % 32u) * EMU_COLS + r / 32u] & mask) != first) {
+        emu_warn(W_SCALE_QUARTERS, site, which | (r << 1), q);
+        return;
+      }
+    }
+  }
 }
 
 // Packed e2m1 fast path (mxf4 / mxf4nvf4): 2x values are small integers, so each 16- or 32-element block
@@ -445,13 +518,15 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
                                                       uint32_t sfa_taddr, uint32_t sfb_taddr) {
   EmuMma m;
   const uint32_t err = emu_idesc(kind, idesc, vec, m);
-  if (err) { emu_fail(err, site, idesc, kind); return; }
+  if (err) { emu_fail(err, site, idesc, err == E_IDESC_RESERVED ? emu_idesc_reserved(kind, idesc) : kind); return; }
   const EmuSDesc db = emu_sdesc(b_desc);
   EmuSDesc da = db;
   if (db.err) { emu_fail(db.err, site, (uint32_t)(b_desc >> 32), (uint32_t)b_desc); return; }
+  emu_lint_sbo(db, site, b_desc, m.N);
   if (!a_in_tmem) {
     da = emu_sdesc(a_operand);
     if (da.err) { emu_fail(da.err, site, (uint32_t)(a_operand >> 32), (uint32_t)a_operand); return; }
+    emu_lint_sbo(da, site, a_operand, m.M);
   }
   if ((d_taddr >> 16) != 0u) { emu_fail(E_LANE_RANGE, site, d_taddr, 0); return; }
   uint32_t* D = emu_block(site, 0, d_taddr & 0xFFFFu, m.M, m.N);
@@ -464,9 +539,12 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
   const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
   if (m.scaled) {
     if ((sfa_taddr >> 16) || (sfb_taddr >> 16)) { emu_fail(E_LANE_RANGE, site, sfa_taddr, sfb_taddr); return; }
-    SFA = emu_block(site, 0, sfa_taddr & 0xFFFFu, 32, (m.M + 31u) / 32u);
-    SFB = emu_block(site, 0, sfb_taddr & 0xFFFFu, 32, (m.N + 31u) / 32u);
+    SFA = emu_block(site, 0, sfa_taddr & 0xFFFFu, EMU_LANES, (m.M + 31u) / 32u);
+    SFB = emu_block(site, 0, sfb_taddr & 0xFFFFu, EMU_LANES, (m.N + 31u) / 32u);
     if (SFA == __nvfp4emu_dummy || SFB == __nvfp4emu_dummy) return;
+    const uint32_t nblk = m.K / m.sf_block;
+    emu_lint_quarters(SFA, m.M, 0u, site, nblk, m.sfa_id);
+    emu_lint_quarters(SFB, m.N, 1u, site, nblk, m.sfb_id);
   }
   const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
 
@@ -478,8 +556,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
       uint32_t bq[16];
 #pragma unroll
       for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
-      float sb[4];
-      for (uint32_t j = 0; j < nblk; ++j) sb[j] = emu_scale(SFB, n, j, m.sfb_id, m);
+      float sb[4][4];   // [quarter of the accumulator row][K block]
+      for (uint32_t q = 0; q < 4u; ++q)
+        for (uint32_t j = 0; j < nblk; ++j) sb[q][j] = emu_scale(SFB, q, n, j, m.sfb_id, m);
       for (uint32_t r = 0; r < m.M; ++r) {
         const uint4 a0 = emu_lds128(emu_kmajor_chunk(da, r, 0)), a1 = emu_lds128(emu_kmajor_chunk(da, r, 16));
         const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
@@ -493,7 +572,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
         uint32_t* dc = D + r * EMU_COLS + n;
         float acc = accumulate ? __uint_as_float(*dc) : 0.0f;
         for (uint32_t j = 0; j < nblk; ++j) {
-          const float sc = emu_scale(SFA, r, j, m.sfa_id, m) * sb[j];
+          const float sc = emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * sb[r / 32u][j];
           acc = fmaf(sign * (float)part[j] * 0.25f, sc, acc);
         }
         *dc = __float_as_uint(acc);
@@ -533,7 +612,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
         }
         if (m.scaled) {
           const uint32_t j = k0 / m.sf_block;
-          s *= emu_scale(SFA, r, j, m.sfa_id, m) * emu_scale(SFB, n, j, m.sfb_id, m);
+          s *= emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * emu_scale(SFB, r / 32u, n, j, m.sfb_id, m);
         }
         acc += sign * s;
       }

@@ -10,6 +10,8 @@ verdict <- probes); rendering lives in arena/report.py:
 - verdict: anatomy + hypotheses -> one or two sentences and advice (`diagnose`).
 - groups: group GEMM: which groups are wrong, exchanged groups or operands, irregular-M tails, and each
   wrong group's own verdict.
+- scalemap: a measured scale map in words (row r received row f(r)'s scale) with its likely cause.
+- races: a second call on identical inputs after a failed check; outputs that differ name a race.
 - explain: the hook after a failed check (`explain_failure`), one tensor or a list of groups.
 - probes: structured inputs through the real worker (`eval.py diagnose`).
 """

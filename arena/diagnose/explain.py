@@ -13,6 +13,7 @@ from arena.diagnose.common import ATOL, RTOL, Diagnosis
 from arena.diagnose.hypotheses import is_gemm_contract
 from arena.diagnose.verdict import diagnose
 from arena.diagnose.groups import diagnose_groups, is_group_contract
+from arena.diagnose.races import second_call
 
 
 def _inputs_of(data) -> list:
@@ -62,9 +63,13 @@ def _task_diagnosis(own, data, output, expected, prefilled, rtol, atol) -> Diagn
     return Diagnosis(summary, kept + list(evidence), key)
 
 
-def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | None:
+def explain_failure(reference, data, output, regenerate=None, rerun=None) -> Diagnosis | None:
     """The hook for a failed check: never raises; a failure of the diagnostics becomes one line. The tolerance
-    is the one the task's check used (task.yml), else the common default."""
+    is the one the task's check used (task.yml), else the common default.
+
+    With `rerun` (a function that calls the submission once on given inputs and returns its output) and
+    `regenerate`, the submission runs a second time on a copy of the regenerated inputs (checked identical to
+    the first call's): outputs that differ beyond the tolerance are named a race before any other reading."""
     started = time.perf_counter()
     rtol, atol = tolerance_of(reference)
     grouped = is_group_contract(data)
@@ -78,6 +83,13 @@ def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | Non
             fresh = fresh if len(mine) == len(theirs) and all(map(same_bits, mine, theirs)) else None
         expected = _expected_from(reference, data, fresh)
         prefilled = prefilled_of(fresh) if fresh is not None else None
+        repeat_lines = []
+        if rerun is not None and fresh is not None:
+            from arena.nested import clone_data
+            race, repeat_lines = second_call(rerun, clone_data(fresh), output, expected, rtol, atol)
+            if race is not None:
+                race.evidence.append(f"(diagnosis took {time.perf_counter() - started:.1f} s)")
+                return race
         own = getattr(reference, "diagnose_failure", None)       # a task's own stages and classic bugs
         if own is not None and not grouped:
             found = _task_diagnosis(own, data, output, expected, prefilled, rtol, atol)
@@ -88,6 +100,7 @@ def explain_failure(reference, data, output, regenerate=None) -> Diagnosis | Non
         else:
             return None
         if found is not None:
+            found.evidence += repeat_lines
             found.evidence.append(f"(diagnosis took {time.perf_counter() - started:.1f} s)")
         return found
     except Exception as error:      # the diagnosis must never cost the user their results

@@ -56,6 +56,12 @@ LAYOUT_BUGS = {
     "tile_order": ("the 512-byte scale tiles walked K-tile-major (row tiles inner) instead of row-tile-major",
                    lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
                    (cb * RB + rb) * TILE_BYTES + r32 * 16 + r4 * 4 + c4),
+    **{f"sbo_{sbo}": (f"the 8-row groups of each 512-byte scale atom read {sbo} bytes apart instead of 128 (a "
+                      f"tcgen05.cp scale-copy descriptor with SBO = {sbo}: row 8·i+j received row "
+                      f"{'j' if sbo == 0 else 'i+j' if sbo == 16 else f'{sbo // 16}·i+j'}'s scale)",
+                      lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j, s=sbo:
+                      (rb * CB + cb) * TILE_BYTES + (r32 // 8) * s + (r32 % 8) * 16 + r4 * 4 + c4)
+       for sbo in (0, 16, 32, 64)},
     "permuted_contiguous": ("the permuted scales made .contiguous() (logical order) before being read as "
                             "the blocked layout", None),
     "plain_as_blocked": ("the plain [MN, K/16] scales read as if they were in the blocked layout", None),

@@ -9,11 +9,13 @@ import torch
 from arena.formats import BLOCK_SIZE, decode_e4m3
 from arena.integrity import differing_elements
 from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
-from arena.diagnose.common import TILE, as_3d, fmt
-from arena.diagnose.anatomy import anatomy, tile_counts
+from arena.diagnose.common import fmt
+from arena.diagnose.anatomy import anatomy
 from arena.diagnose.hypotheses import LAYOUT_BUGS, is_gemm_contract, misread_scales
 from arena.diagnose.groups import is_group_contract
 from arena.diagnose.explain import explain_failure
+from arena.diagnose.races import differing_tiles
+from arena.diagnose.scalemap import explain_map
 
 # ---- probes: structured inputs through the real worker ------------------------------------------------
 
@@ -190,12 +192,21 @@ def probe_scale_map(call, operand: str, m, n, k, l, device) -> ProbeResult:
             if ok:
                 matched.append((kind, text))
     headline = f"{int(right.sum())} of {total} (row, K-block) positions received their own scale"
+    pattern = explain_map(got_row, got_block, operand, own, j_blocks, len(table) if wraps else None)
+    if pattern:
+        lines.append(f"pattern: {pattern[0]}" + (f"; likely cause: {pattern[1]}" if pattern[1] else ""))
     if ones_applied:
         headline += f"; every position received 1.0: SF{operand} is not applied (ignored, or SFA/SFB exchanged)"
+    elif pattern and pattern[1]:
+        headline += f"; {pattern[0]}: {pattern[1]}"
+        if matched:
+            lines.append("layout bugs with exactly this mapping: " + ", ".join(k for k, _ in matched))
     elif matched:
         headline += f"; the mapping is exactly that of {matched[0][1]}"
         lines.append("layout bugs with exactly this mapping: " + ", ".join(k for k, _ in matched))
-    elif int((~known).sum()):
+    elif pattern:
+        headline += f"; {pattern[0]}"
+    if not ones_applied and int((~known).sum()):
         lines.append(f"{int((~known).sum())} positions received a value that is no stored scale (0 = padding or "
                      "zero-filled out-of-bounds read, or the value never reached the product)")
     return ProbeResult(name, False, headline, lines)
@@ -281,17 +292,6 @@ def probe_random(call, reference, args: dict, regenerate, name: str = "") -> Pro
 REPEAT_CALLS = 3             # identical calls compared bit for bit: a race rarely shows in every call
 
 
-def _differing_tiles(diff: torch.Tensor) -> list[str]:
-    """The 128x128 output tiles (batch, tile row, tile col) holding set elements of a difference mask, at most 6."""
-    if diff.dim() < 2:
-        return [f"elements {', '.join(str(int(i)) for i in torch.nonzero(diff.flatten())[:6].flatten())}"]
-    grid = as_3d(diff)
-    rows, cols, _ = grid.shape
-    found = torch.nonzero(tile_counts(grid, TILE, TILE))[:6].tolist()
-    return [f"batch {bt}, rows {tr * TILE}-{min(rows, (tr + 1) * TILE) - 1}, cols {tc * TILE}-{min(cols, (tc + 1) * TILE) - 1}"
-            for tr, tc, bt in found]
-
-
 def probe_repeat(call, regenerate) -> ProbeResult:
     """The same inputs (and the same pre-filled output) REPEAT_CALLS times: the results must agree bit for bit."""
     from arena.nested import clone_data, tensors_in
@@ -312,7 +312,7 @@ def probe_repeat(call, regenerate) -> ProbeResult:
             if bool(diff.any()):
                 return ProbeResult(name, False, f"call 1 and call {number} on identical inputs differ in "
                                    f"{int(diff.sum())} elements: a race (a missing barrier or fence, or partial "
-                                   "sums reduced in a varying order)", ["differing tiles: " + "; ".join(_differing_tiles(diff))])
+                                   "sums reduced in a varying order)", ["differing tiles: " + "; ".join(differing_tiles(diff))])
     return ProbeResult(name, True, "every call gave the same bits")
 
 

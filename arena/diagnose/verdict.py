@@ -21,6 +21,8 @@ ADVICE = {
     "bf16_output": "round the fp32 accumulator straight to fp16.",
     "permuted_contiguous": "use the permuted tensor's data_ptr() as is; never call .contiguous() on it.",
     "plain_as_blocked": "pass sfa_permuted/sfb_permuted (blocked), not sfa/sfb, or index the plain layout.",
+    "sbo": "a tcgen05.cp of a 32x128b scale atom reads from a no-swizzle descriptor with SBO = 128 bytes "
+           "(8 rows x 16 bytes) and LBO = 0; its 8-row groups are 128 bytes apart.",
     "blocked_as_plain": "the permuted tensors hold the 128x4 blocked layout: byte "
                         "((r/128)*(K/64) + k/4)*512 + (r%32)*16 + ((r%128)/32)*4 + k%4.",
 }
@@ -33,6 +35,8 @@ def _advice(key: str) -> str:
     base = key[:-2] if key.endswith(("_a", "_b")) and key[:-2] in LAYOUT_BUGS else key
     if base in ADVICE:
         return ADVICE[base]
+    if base.startswith("sbo_"):
+        return ADVICE["sbo"]
     if base in LAYOUT_BUGS or base.startswith(KEY_PREFIXES):
         return LAYOUT_ADVICE
     if base.startswith("k_missing"):

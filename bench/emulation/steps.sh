@@ -22,6 +22,10 @@ emulation__shipped() {  # the shipped submission.py (its sm_100a path) through e
     cat "$OUT/emu_shipped.row"
 }
 
+emulation__isa() {      # descriptor rules, scale quarters and lint (bench/emulation/async_check.sh's table)
+    bash bench/emulation/async_check.sh
+}
+
 emulation__sm100() {    # the sm_100a kernel's emulation build (library and submission glue), test shapes
     python3 bench/emulation/sm100_emulation_check.py --build --quick --glue 2>&1 | tail -30
 }

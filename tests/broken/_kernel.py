@@ -9,7 +9,7 @@ import torch
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 LAYOUT_BUGS = ("rows_plain", "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
-               "permuted_contiguous", "plain_as_blocked", "blocked_as_plain")
+               "permuted_contiguous", "plain_as_blocked", "blocked_as_plain", "sbo_0", "sbo_16", "sbo_32", "sbo_64")
 
 
 def memory(t: torch.Tensor) -> torch.Tensor:
@@ -48,6 +48,8 @@ def scale_offsets(mn: int, sk: int, bug, device) -> torch.Tensor:
         tile = kb * rows_tiles + rb
     elif bug == "blocked_as_plain":
         return r * sk + j
+    elif bug and bug.startswith("sbo_"):   # a scale copy reading its atom's 8-row groups SBO bytes apart (128 is right)
+        inside = (r32 // 8) * int(bug[4:]) + (r32 % 8) * 16 + r4 * 4 + k4
     return tile * 512 + inside
 
 
