@@ -17,6 +17,7 @@ import torch
 
 from arena import channel, sandbox, tensorwire
 from arena.nested import copy_storages
+from arena.profile_table import ProfileError, build_table
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
 
@@ -199,8 +200,11 @@ class Worker:
         for key in ("sync_ns", "threads"):
             if isinstance(reply.get(key), (int, float)) and not isinstance(reply.get(key), bool):
                 fields[key] = float(reply[key])
-        if isinstance(reply.get("table"), str):
-            fields["table"] = sandbox.clean_text(reply["table"], 20000)
+        if "rows" in reply:
+            try:
+                fields["table"] = build_table(reply["rows"])
+            except ProfileError as error:
+                raise WorkerFailure(f"the submission's reply is malformed ({error})", replace=True) from None
         return Reply(outputs=outputs, sent=sent, fields=fields, elapsed_ns=elapsed, output_text=text)
 
     def request(self, op: str, inputs: list, timeout: float, **args) -> Reply:

@@ -251,3 +251,14 @@ def test_differing_elements_compares_bits_per_element():
     b[1, 0] = 0.0                                             # -0.0 -> +0.0: equal as values, not as bits
     b[1, 1] = 3.0
     assert differing_elements(a, b).tolist() == [[False, False], [True, True]]
+
+
+def test_the_profile_table_is_laid_out_by_the_evaluator_from_checked_rows():
+    from arena.profile_table import MAX_ROWS, ProfileError, build_table
+    table = build_table([["aten::mm\x1b[2K\n[bold]x", 3, 10.0, 20.0, 5.5, 6.0]])
+    assert "\x1b" not in table and "aten::mm" in table and "5.5" in table
+    assert len(table.splitlines()) == 5                 # rule, header, rule, one row, rule: no injected line
+    for bad in ([["k", 1, float("nan"), 0, 0, 0]], [["k", 1, -1.0, 0, 0, 0]], [["k", True, 0, 0, 0, 0]],
+                [["k", 1, 0, 0, 0]], [[7, 1, 0, 0, 0, 0]], "a table", [["k", 1, 0, 0, 0, 0]] * (MAX_ROWS + 1)):
+        with pytest.raises(ProfileError):
+            build_table(bad)
