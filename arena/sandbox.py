@@ -272,8 +272,11 @@ def start_worker():
     home = os.environ.pop(HOME_ENV, None)
     if home:
         for var in ("TMPDIR", "XDG_CACHE_HOME"):
-            if os.environ.get(var, "").startswith(home):
-                os.makedirs(os.environ[var], mode=0o700, exist_ok=True)
+            folder = os.environ.get(var, "")
+            if folder.startswith(home):
+                if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
+                    os.unlink(folder)           # left by an earlier run of this file: its own home, its own loss
+                os.makedirs(folder, mode=0o700, exist_ok=True)
         return
     libc = _libc() if sys.platform.startswith("linux") else None
     if libc is not None:

@@ -46,6 +46,8 @@ def exploit_dir(tmp_path, monkeypatch):
 def test_a_probe_sees_no_host_process_opens_no_device_and_starts_isolated(one, exploit_dir):
     mark = os.path.join("/dev/shm", f"arena-host-mark-{os.getpid()}")
     open(mark, "w").close()
+    if os.path.exists("/dev/shm/arena-jail-note"):      # left by an unjailed run of the probe
+        os.unlink("/dev/shm/arena-jail-note")
     try:
         run = run_eval("test", one, "--submission", exploit("jail_probe"),
                        env={"EXPLOIT_DIR": exploit_dir, "EXPLOIT_HOST_PID": str(os.getpid()),
