@@ -152,3 +152,20 @@ def test_without_bubblewrap_every_mode_says_so_and_leaderboard_refuses(one, tmp_
     ranked = run_eval("leaderboard", one, "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"),
                       *FAST, popcorn=True, env=env)
     assert ranked.code == 112 and "not ranked" in ranked.stdout + ranked.stderr, (ranked.raw, ranked.stderr[-800:])
+
+
+def test_a_neighbour_evaluation_can_neither_see_nor_signal_another(one, exploit_dir):
+    """Two evaluations at once, as a batch runs them: the neighbour looks for every process it can reach."""
+    import subprocess
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}, "EXPLOIT_DIR": exploit_dir}
+    other = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "test", one, "--submission",
+                              os.path.join(ROOT, "tests", "batch", "slow_honest.py")], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run = run_eval("test", one, "--submission", exploit("batch_neighbour"), env={"EXPLOIT_DIR": exploit_dir})
+        assert other.poll() is None, "the other evaluation ended before its neighbour looked"
+    finally:
+        other.kill()
+        other.wait()
+    assert run.code == 0, run.stderr[-1500:]
+    assert [line.strip() for line in open(os.path.join(exploit_dir, "neighbour"))] == ["reached 0"]
