@@ -163,11 +163,14 @@ class EnvelopeCheck(ReferenceCheck):
         if problem:
             return CheckResult(False, problem, expected=expected)
         with torch.no_grad():
-            mask = self.outside(data, output)
+            found = self.outside(data, output)       # a mask, or (mask, a line on the output as a whole)
+            mask, note = found if isinstance(found, tuple) else (found, "")
             mask = mask | (torch.isnan(output) ^ torch.isnan(expected))
         reasons = _describe(mask, output, expected, 5)
         if reasons:
             reasons[0] = reasons[0].replace("elements:", "elements (outside the precision envelope):")
+            if note:
+                reasons.insert(1, note)
         return CheckResult(not reasons, mismatches=reasons, expected=expected)
 
 
