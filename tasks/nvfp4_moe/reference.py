@@ -307,12 +307,10 @@ def _where_wrong(data, wrong: torch.Tensor) -> str:
         common &= set(ids[t].tolist())
     if common and rows.numel() < wrong.shape[0]:
         e = min(common)
-        routed = torch.nonzero((ids == e).any(dim=1)).flatten()
         text += f"; every wrong token is routed to expert {e}"
-        empty = [x for x in range(e) if not bool((ids == x).any())]
-        if rows.numel() == 1 and int(rows[0]) == int(routed[0]) and empty and empty[-1] == e - 1:
-            text += (f", and it is that expert's first token while expert {e - 1} received none: an empty expert's "
-                     "stale tile written into the next expert's first row?")
+        if e > 0 and not bool((ids == e - 1).any()):
+            text += (f", and expert {e - 1} received none: an empty expert's stale tile written into the next "
+                     "expert's rows?")
     return text
 
 
