@@ -164,14 +164,6 @@ def _bug_outputs(data):
     return bugs
 
 
-def _matches(output: torch.Tensor, candidate: torch.Tensor, rtol: float, atol: float) -> float:
-    """The share of elements of `output` within tolerance of `candidate`."""
-    got, want = output.float(), candidate.to(output.dtype).float()
-    close = (got - want).abs() <= atol + rtol * want.abs()
-    close |= torch.isnan(got) & torch.isnan(want)
-    return float(close.float().mean())
-
-
 def _saturation(output: torch.Tensor) -> str:
     """Values stuck at a bound: the largest |value| held by more than 5 % of the elements."""
     flat = output.float().flatten()
