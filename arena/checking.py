@@ -150,6 +150,30 @@ class ReferenceCheck:
         return compare(data, output, self.reference, self.rtol, self.atol)
 
 
+@dataclass
+class EnvelopeCheck(ReferenceCheck):
+    """A check by a precision envelope instead of one tolerance: `outside(data, output) -> bool tensor` marks
+    the elements no legitimate precision reaches (a task's own numerics, e.g. tasks/nvfp4_moe/moe_envelope.py).
+    rtol and atol stay the task.yml values: the diagnosis matches its hypotheses with them."""
+    outside: object = None
+
+    def compare(self, data, output) -> CheckResult:
+        expected = self.reference(data)
+        problem = contract_problem(output, expected)
+        if problem:
+            return CheckResult(False, problem, expected=expected)
+        with torch.no_grad():
+            found = self.outside(data, output)       # a mask, or (mask, a line on the output as a whole)
+            mask, note = found if isinstance(found, tuple) else (found, "")
+            mask = mask | (torch.isnan(output) ^ torch.isnan(expected))
+        reasons = _describe(mask, output, expected, 5)
+        if reasons:
+            reasons[0] = reasons[0].replace("elements:", "elements (outside the precision envelope):")
+            if note:
+                reasons.insert(1, note)
+        return CheckResult(not reasons, mismatches=reasons, expected=expected)
+
+
 def make_match_reference(reference, rtol: float = 1e-05, atol: float = 1e-08) -> ReferenceCheck:
     """check_implementation(data, output) bound to a reference and tolerances (the competition's name)."""
     return ReferenceCheck(reference, rtol, atol)

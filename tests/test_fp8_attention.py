@@ -125,3 +125,56 @@ def test_a_missing_barrier_shows_as_different_bits_between_identical_calls():
     probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", broken("attn_race"))
     text = " ".join(probes.stdout.split())
     assert probes.code == 112 and "✘ repeat" in text, probes.stdout[-3000:]
+
+
+# ---- the precision envelope: FA3's FP8 P passes, a 1 % error and planted bugs fail; no false diagnosis ------
+
+@pytest.fixture
+def attention_helper(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "tests", "broken"))
+    import _attention
+    return _attention
+
+
+CASES = [dict(b=1, h=2, s=128, d=64, causal=1, seed=12), dict(b=1, h=2, s=100, d=256, causal=0, seed=18),
+         dict(b=1, h=2, s=190, d=128, causal=1, seed=20, data="large_scores"), dict(b=2, h=2, s=97, d=128, causal=0,
+                                                                                   seed=15)]
+
+
+def _attention_run(reference, helper, case, **kwargs):
+    data = reference.generate_input(**case)
+    return data, helper.run(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data), **kwargs)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fa3_fp8_precision_lies_inside_the_envelope(reference, attention_helper, case):
+    data, out = _attention_run(reference, attention_helper, case, precision="fa3")
+    mask, note = reference.attention_envelope.outside(data, out)
+    assert not bool(mask.any()) and note == ""
+
+
+def test_fa3_fp8_precision_is_beyond_the_old_flat_tolerance(reference, attention_helper):
+    data, out = _attention_run(reference, attention_helper, CASES[3], precision="fa3")
+    expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
+    assert not torch.allclose(out.float(), expected.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("bug", ["stale_score_tile", "unrescaled_accumulator", "causal_ignored", "v_clipped"])
+def test_planted_bugs_leave_the_envelope(reference, attention_helper, bug):
+    data, out = _attention_run(reference, attention_helper, CASES[0], bug=bug)
+    mask, _ = reference.attention_envelope.outside(data, out)
+    assert bool(mask.any()), bug
+
+
+def test_a_uniform_one_percent_error_is_a_systematic_error(reference, attention_helper):
+    data, out = _attention_run(reference, attention_helper, CASES[1])
+    mask, note = reference.attention_envelope.outside(data, (out.float() * 1.01).to(out.dtype))
+    assert bool(mask.any()) and "systematic error" in note, note
+
+
+@pytest.mark.parametrize("bug", ["stale_score_tile", "unrescaled_accumulator"])
+def test_a_bug_no_hypothesis_reproduces_is_localised_not_misnamed(reference, attention_helper, bug):
+    data, out = _attention_run(reference, attention_helper, CASES[0], bug=bug)
+    expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
+    summary, evidence, key = reference.diagnose_failure(data, out, expected, 1e-2, 1e-2)
+    assert key == "localised" and "Stage" not in summary and "first wrong row" in summary, (summary, evidence)

@@ -4,8 +4,8 @@ kernels), through real eval.py runs."""
 import os
 
 import numpy as np
-import pytest
 import torch
+import pytest
 
 from tests.evalrun import ROOT, broken, run_eval, spec_file
 from tests.taskload import task_reference
@@ -172,3 +172,83 @@ def test_an_unweighted_combine_fails_every_structured_probe():
     text = " ".join(probes.stdout.split())
     assert probes.code == 112, probes.stdout[-3000:]
     assert "✘ uniform" in text and "✘ identity routing" in text and "✘ single expert" in text, probes.stdout[-3000:]
+
+
+# ---- the precision envelope: production precision passes, small systematic errors and planted bugs fail -----
+
+@pytest.fixture
+def moe_helper(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "tests", "broken"))
+    import _moe
+    return _moe
+
+
+def _run_helper(reference, helper, case: dict, **kwargs):
+    data = reference.generate_input(**case)
+    copy = tuple(t.clone() for t in data)
+    return data, helper.run(copy, **kwargs)
+
+
+SMALL = {"t": 16, "h": 256, "i": 128, "e": 8, "k": 2, "seed": 41}
+EMPTY = {"t": 3, "h": 128, "i": 64, "e": 16, "k": 2, "seed": 46}
+TIES = {"t": 16, "h": 256, "i": 128, "e": 8, "k": 2, "seed": 48, "data": "ties"}
+
+
+@pytest.mark.parametrize("case", [SMALL, EMPTY, TIES])
+@pytest.mark.parametrize("precision", ["vllm", "fp16"])
+def test_production_precision_lies_inside_the_envelope_where_the_old_tolerance_failed(reference, moe_helper, case,
+                                                                                       precision):
+    import torch
+    kind = moe_helper.VLLM if precision == "vllm" else {"hidden": torch.float16, "act": torch.float16,
+                                                         "y": torch.float16}
+    data, out = _run_helper(reference, moe_helper, case, precision=kind)
+    assert not bool(reference.moe_envelope.outside(data, out).any())
+
+
+def test_the_vllm_look_alike_is_beyond_the_old_flat_tolerance(reference, moe_helper):
+    """The envelope is not the old check in disguise: vLLM's precision steps miss rtol = atol = 2e-2."""
+    data, out = _run_helper(reference, moe_helper, {"t": 64, "h": 512, "i": 256, "e": 16, "k": 4, "seed": 42},
+                            precision=moe_helper.VLLM)
+    expected = reference.ref_kernel(data)
+    assert not torch.allclose(out.float(), expected.float(), rtol=2e-2, atol=2e-2)
+    assert not bool(reference.moe_envelope.outside(data, out).any())
+
+
+@pytest.mark.parametrize("bug,case", [("nudged", SMALL), ("ties_away", TIES), ("stale_tile", EMPTY),
+                                      ("requant_truncated", SMALL), ("requant_skipped", SMALL)])
+def test_small_systematic_errors_and_misrounding_leave_the_envelope(reference, moe_helper, bug, case):
+    data, out = _run_helper(reference, moe_helper, case, bug=bug)
+    assert bool(reference.moe_envelope.outside(data, out).any()), bug
+
+
+def test_ties_away_is_invisible_without_exact_ties(reference, moe_helper):
+    """Why the ties case exists: on random data with an arbitrary global scale no element sits on a midpoint."""
+    data, out = _run_helper(reference, moe_helper, SMALL, bug="ties_away")
+    assert not bool(reference.moe_envelope.outside(data, out).any())
+
+
+def test_the_cases_exercise_empty_experts_and_exact_ties(reference):
+    data = reference.generate_input(**EMPTY)
+    used = set(data[1].flatten().tolist())
+    assert len(used) < 16 and any(e not in used and e + 1 in used for e in range(15))
+    ties = reference.generate_input(**TIES)
+    assert float(ties[11][0]) == 1.0
+    x = ties[0].float().unflatten(-1, (-1, 16))
+    scaled = x / (x.abs().amax(-1, keepdim=True) / 6)
+    assert bool((scaled.abs() == 2.5).any()) and bool((scaled.abs() == 0.25).any())
+
+
+@pytest.mark.parametrize("bug", ["sf_row_off_by_one", "sf_k_off_by_one", "sf_k_as_index", "sf_32x4_transposed",
+                                 "scales_blocked_as_plain"])
+def test_each_scale_factor_remap_is_named_as_one(reference, moe_helper, bug):
+    data, out = _run_helper(reference, moe_helper, SMALL, bug=bug)
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    summary, evidence, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
+    assert "scale-factor remap" in summary and "reproduces" in summary, (summary, evidence)
+
+
+def test_a_stale_tile_after_an_empty_expert_is_localised_not_misnamed(reference, moe_helper):
+    data, out = _run_helper(reference, moe_helper, EMPTY, bug="stale_tile")
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    summary, _, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
+    assert key == "localised" and "received none" in summary, summary

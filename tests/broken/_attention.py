@@ -2,7 +2,8 @@
 
 Like a flash-attention kernel it walks the keys in blocks of 64 with an online softmax (running max and sum
 in fp32), reads Q, K, V from memory as [B, H, S, D] through explicit strides, and decodes FP8 through a
-256-entry table (the field story's LUT). `run(data, bug=None)` is a correct kernel.
+256-entry table (the field story's LUT). `run(data, bug=None)` is a correct kernel; `precision="fa3"` quantizes P to e4m3 as FlashAttention-3's FP8
+path does (P = exp(s - running max) × 2^8, the row sum from the unquantized P).
 """
 import math
 
@@ -31,7 +32,12 @@ def _load(x8: torch.Tensor, scale: torch.Tensor, table, heads_rows_swapped=False
     return values * scale.to(torch.float32)
 
 
-def run(data, bug=None):
+def start_row_of_last_diagonal(s: int) -> int:
+    """The first key of the last block: the tile the stale-tile bug leaves unreloaded."""
+    return (s - 1) // BLOCK * BLOCK
+
+
+def run(data, bug=None, precision=None):
     q8, k8, v8, q_scale, k_scale, v_scale, causal, out = data
     b, h, s, d = q8.shape
     table = _table(q8.device)
@@ -51,6 +57,7 @@ def run(data, bug=None):
     running_sum = torch.zeros((b, h, s, 1), device=q.device)
     acc = torch.zeros((b, h, s, d), device=q.device)
     rows = torch.arange(s, device=q.device).view(s, 1)
+    previous = None
     for start in range(0, s, BLOCK):
         keys = torch.arange(start, min(s, start + BLOCK), device=q.device).view(1, -1)
         scores = torch.matmul(q, k[:, :, start:start + BLOCK].transpose(-1, -2)) * scale
@@ -62,12 +69,24 @@ def run(data, bug=None):
             running_sum = running_sum + weights.sum(-1, keepdim=True)
             acc = acc + torch.matmul(weights, v[:, :, start:start + BLOCK])
             continue
+        if bug == "stale_score_tile" and causal and start + BLOCK > start_row_of_last_diagonal(s) and \
+                previous is not None and previous.shape == scores.shape:
+            scores = previous.masked_fill(keys > rows, float("-inf"))   # the diagonal tile's scores not reloaded
+        previous = scores
         new_max = torch.maximum(running_max, scores.amax(-1, keepdim=True))
         safe = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
         correction = torch.exp(running_max - safe)
-        weights = torch.exp(scores - safe)
+        if bug == "unrescaled_accumulator" and causal:
+            correction_acc = torch.ones_like(correction)
+        else:
+            correction_acc = correction
+        if precision == "fa3":
+            weights = torch.exp(scores - safe) * 256.0
+            p = weights.to(torch.float8_e4m3fn).to(torch.float32)
+        else:
+            weights = p = torch.exp(scores - safe)
         running_sum = running_sum * correction + weights.sum(-1, keepdim=True)
-        acc = acc * correction + torch.matmul(weights, v[:, :, start:start + BLOCK])
+        acc = acc * correction_acc + torch.matmul(p, v[:, :, start:start + BLOCK])
         running_max = new_max
     result = acc if bug == "not_normalised" else acc / running_sum
     if bug == "out_saturated":      # an epilogue that clamps to a bound meant for another format

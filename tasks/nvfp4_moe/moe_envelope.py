@@ -1,0 +1,151 @@
+"""nvfp4_moe's check: every output element must lie in the precision envelope of at least one documented
+precision profile (docs/tasks.md, "nvfp4_moe: the precision envelope").
+
+A profile names the dtype each intermediate is stored in: the L1 GEMM output h, the SiLU·up output act,
+each expert's L2 output y, and the combine (fp32, or vLLM's bf16 weight × bf16 y). For each profile this
+module computes the output such a kernel produces (the roundings themselves are deterministic) and the
+band around it that only arithmetic noise can reach: fp32 accumulation order, fast exp and reciprocals,
+and the NVFP4 requantizations (stages 1 and 4), which may land on the neighbouring e2m1 value or block scale
+only where that noise straddles a decision boundary. Exact ties (a power-of-two scale and a value on a
+midpoint) have no band: the contract rounds them to even. The final bf16 rounding may go to either
+neighbour of the band's ends.
+
+Used by reference.py (`check_implementation`); costs one L1 GEMM and 9 L2 GEMMs per call.
+"""
+import torch
+
+from arena.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize
+
+NOISE = 2.0 ** -20          # relative noise of fp32 sums in any order, fast exp, reciprocal-multiply
+SCALE_NOISE = 2.0 ** -21    # relative noise of a kernel's own quantization arithmetic (amax/6/gs, x/scale)
+INTERMEDIATE = (torch.float32, torch.bfloat16, torch.float16)        # h and act, each independently
+FINISH = ((torch.float32, torch.float32), (torch.bfloat16, torch.float32),   # (expert output y, combine)
+          (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32))
+
+
+def stored(x: torch.Tensor, dtype) -> torch.Tensor:
+    """x as stored in `dtype` (round to nearest even), back in x's dtype; fp32 keeps x."""
+    return x if dtype == torch.float32 else x.to(dtype).to(x.dtype)
+
+
+def _e2m1(magnitude: torch.Tensor) -> torch.Tensor:
+    """Magnitudes to the nearest e2m1 value, ties to the even code, saturating at 6: the grid's step is 0.5
+    below 2, 1 below 4 and 2 above, and each step's even multiples are the even codes."""
+    m = magnitude.clamp(max=E2M1_MAX)
+    step = torch.where(m < 2, 0.5, torch.where(m < 4, 1.0, 2.0)).to(m.dtype)
+    return torch.round(m / step) * step
+
+
+def _block_scale(amax: torch.Tensor, gs: float) -> torch.Tensor:
+    e4m3 = (amax / E2M1_MAX / gs).clamp(max=E4M3_MAX).float().to(torch.float8_e4m3fn).to(amax.dtype)
+    return e4m3 * gs
+
+
+def _round_trip(v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.where(scale > 0, torch.sign(v) * _e2m1(v.abs() / safe) * scale, torch.zeros_like(v))
+
+
+def nvfp4_band(center, lo, hi, gs: float, beta):
+    """(q, dev) for [R, C] values: q is the NVFP4 round trip of `center` (block scale e4m3(amax/6/gs), e2m1
+    nearest-even), dev the largest distance from q of the round trip of any value in [lo, hi] whose
+    arithmetic is also off by the relative `beta` (a number, or one per block [R, C/16, 1])."""
+    blocks = [t.unflatten(-1, (-1, BLOCK_SIZE)) for t in (center, torch.minimum(lo, hi), torch.maximum(lo, hi))]
+    c, low, high = blocks
+    low, high = low - beta * low.abs(), high + beta * high.abs()
+    scale = _block_scale(c.abs().amax(-1, keepdim=True), gs)
+    q = _round_trip(c, scale)
+    inner = torch.where(low > 0, low, torch.where(high < 0, -high, torch.zeros_like(low)))
+    scales = (_block_scale(inner.amax(-1, keepdim=True) * (1 - beta), gs),
+              _block_scale(torch.maximum(low.abs(), high.abs()).amax(-1, keepdim=True) * (1 + beta), gs))
+    dev = torch.zeros_like(q)
+    for s in scales:
+        for v in (low, high):
+            dev = torch.maximum(dev, (_round_trip(v, s) - q).abs())
+    return q.flatten(-2), dev.flatten(-2)
+
+
+def _is_power_of_two(x: torch.Tensor) -> torch.Tensor:
+    mantissa, _ = torch.frexp(x)
+    return mantissa.abs() == 0.5
+
+
+def _activation_band(x: torch.Tensor, g1: float):
+    """Stage 1: (q, dev) of x. The band is the kernel's own scale arithmetic, none where scale × gs is a
+    power of two (then x / scale is exact and a tie is a tie)."""
+    blocks = x.unflatten(-1, (-1, BLOCK_SIZE))
+    scale = _block_scale(blocks.abs().amax(-1, keepdim=True), g1)
+    beta = torch.where(_is_power_of_two(scale), 0.0, SCALE_NOISE).to(x.dtype)
+    return nvfp4_band(x, x, x, g1, beta)
+
+
+def _silu_up(gate, up):
+    return gate * torch.sigmoid(gate) * up
+
+
+def _act_band(h, eps, inter: int, hdt, adt):
+    """(act as stored, low, high) from h [P, 2I] ± eps, h stored in `hdt`, act in `adt`."""
+    hc, hlo, hhi = stored(h, hdt), stored(h - eps, hdt), stored(h + eps, hdt)
+    center = _silu_up(hc[:, :inter], hc[:, inter:])
+    corners = torch.stack([_silu_up(g[:, :inter], u[:, inter:]) for g in (hlo, hhi) for u in (hlo, hhi)])
+    low, high = corners.amin(0), corners.amax(0)
+    low, high = low - NOISE * low.abs(), high + NOISE * high.abs()
+    return stored(center, adt), stored(low, adt), stored(high, adt)
+
+
+def _expert_weights(data, dtype):
+    (_, _, _, w1, w1_sf, _, w1_gs, w2, w2_sf, _, w2_gs, _, _, _) = data
+    for e in range(w1.shape[0]):
+        yield (dequantize(w1[e], w1_sf[e], dtype) * float(w1_gs[e]),
+               dequantize(w2[e], w2_sf[e], dtype) * float(w2_gs[e]))
+
+
+def outside(data, output: torch.Tensor) -> torch.Tensor:
+    """Elements of `output` [T, H] that no precision profile reaches (True = outside every envelope)."""
+    (x, ids, weights, w1, _, _, _, _, _, _, _, a1_gs, a2_gs, _) = data
+    dtype = torch.float64 if x.device.type == "cpu" else torch.float32
+    got = output.to(dtype)
+    g1, g2, inter = float(a1_gs[0]), float(a2_gs[0]), w1.shape[1] // 2
+    xq, xdev = _activation_band(x.to(dtype), g1)
+    pairs = []                                   # per expert with tokens: (token, slot, h, eps_h, W2)
+    for e, (w1e, w2e) in enumerate(_expert_weights(data, dtype)):
+        token, slot = torch.nonzero(ids == e, as_tuple=True)
+        if token.numel():
+            h = xq[token] @ w1e.T
+            eps = NOISE * (xq[token].abs() @ w1e.abs().T) + xdev[token] @ w1e.abs().T
+            pairs.append((token, slot, h, eps, w2e))
+    ok = torch.zeros_like(got, dtype=torch.bool)
+    for hdt in INTERMEDIATE:
+        for adt in INTERMEDIATE:
+            experts = []
+            for token, slot, h, eps, w2e in pairs:
+                q, dev = nvfp4_band(*_act_band(h, eps, inter, hdt, adt), g2, SCALE_NOISE)
+                y = q @ w2e.T
+                band = NOISE * (q.abs() @ w2e.abs().T) + dev @ w2e.abs().T
+                experts.append((token, slot, weights[token, slot].to(dtype).unsqueeze(1), y, band))
+            for ydt, cdt in FINISH:
+                ok |= _within(got, experts, ydt, cdt, output.dtype, ids.shape[1])
+    return ~ok
+
+
+def _within(got, experts, ydt, cdt, out_dtype, k: int) -> torch.Tensor:
+    """Where `got` lies in this profile's envelope: its combine, then either bf16 neighbour of the band."""
+    center = torch.zeros(got.shape[0], k, got.shape[1], dtype=got.dtype, device=got.device)
+    allowance = torch.zeros_like(center)        # one row per (token, slot): each written once, no scatter-add
+    for token, slot, weight, y, band in experts:
+        ys = stored(y, ydt)
+        reach = torch.maximum((stored(y - band, ydt) - ys).abs(), (stored(y + band, ydt) - ys).abs()) \
+            if ydt != torch.float32 else band
+        if cdt == torch.float32:
+            term, spread = ys * weight, reach * weight.abs()
+        else:                                    # vLLM: y × weight.to(bf16), each product stored in bf16
+            w = stored(weight, cdt)
+            term = stored(ys * w, cdt)
+            spread = torch.maximum((stored((ys - reach) * w, cdt) - term).abs(),
+                                   (stored((ys + reach) * w, cdt) - term).abs())
+        center[token, slot] = term
+        allowance[token, slot] = spread + NOISE * term.abs()
+    center, allowance = center.sum(1), allowance.sum(1)
+    low = stored(center - allowance, out_dtype)
+    high = stored(center + allowance, out_dtype)
+    return (got >= low) & (got <= high)
