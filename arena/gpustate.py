@@ -1,4 +1,4 @@
-"""The GPU's clocks, power and slowdown reasons around a timed region, read through NVML (issue 21).
+"""The GPU's clocks, power and slowdown reasons around a timed region, read through NVML.
 
 A time is only comparable with another taken at the same clocks. The evaluator reads the GPU after every
 timed request of a benchmark case and keeps what changed: the SM clock's range, the power and temperature at

@@ -275,7 +275,7 @@ def serve(sock: socket.socket):
     capability = None       # the GPU's (major, minor): for the emulation and for naming errors
     if device == "cuda":
         capability = tuple(torch.cuda.get_device_capability())
-    emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly (issue 13)
+    emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly
     try:
         from arena import scaled_mm_emulation
         if scaled_mm_emulation.install(capability):

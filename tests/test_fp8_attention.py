@@ -1,4 +1,4 @@
-"""fp8_attention (issue 17): the reference against an fp64 model that shares no code with it, the example
+"""fp8_attention: the reference against an fp64 model that shares no code with it, the example
 submissions, and each diagnosis on a planted bug (quiet on honest kernels), through real eval.py runs."""
 import math
 import os

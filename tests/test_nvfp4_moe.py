@@ -1,4 +1,4 @@
-"""nvfp4_moe (issue 17): the reference against an fp64 numpy model that shares no code with it, the
+"""nvfp4_moe: the reference against an fp64 numpy model that shares no code with it, the
 reference's own self-check, the structured probes, and the stage diagnosis of each planted bug (quiet on honest
 kernels), through real eval.py runs."""
 import os

@@ -1,4 +1,4 @@
-"""The sandbox holds: one adversarial submission per class of escape (issue 12), each run through eval.py as a
+"""The sandbox holds: one adversarial submission per class of escape, each run through eval.py as a
 real subprocess, through a real POPCORN_FD pipe where the verdict is under test. Every one of these won
 against the multiprocessing-based worker this sandbox replaced (docs/integrity.md)."""
 import hashlib

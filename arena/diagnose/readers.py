@@ -1,4 +1,4 @@
-"""Every way a kernel could misread the blocked scale layout, generated instead of listed (issue 15).
+"""Every way a kernel could misread the blocked scale layout, generated instead of listed.
 
 The scale of (row r, K-block j) sits in one batch's blocked buffer at byte
     (rm * RK + kt) * 512 + r32 * 16 + r4 * 4 + c4,    rm = r / 128, r4 = (r % 128) / 32, r32 = r % 32,
