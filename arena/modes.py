@@ -81,6 +81,7 @@ class Evaluator:
         self.limits = limits
         self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
         self.salt = secrets.randbelow(2**30) + 1   # timed inputs: unpredictable seeds, new on every run
+        self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
 
@@ -97,8 +98,13 @@ class Evaluator:
         return snaps, problem
 
     def call_once(self, data):
-        """The submission's output for one untimed call on a copy of `data` (diagnose's probes use it)."""
-        return self._call("run", [data], CaseResult(index=-1, spec="probe", passed=False)).outputs[0]
+        """The submission's output for one untimed call on a copy of `data` (diagnose's probes use it); what it
+        printed is kept for `take_probe_output`."""
+        return self._call("run", [data], self._probes).outputs[0]
+
+    def take_probe_output(self) -> str:
+        text, self._probes.output = self._probes.output, ""
+        return text
 
     def _run_once(self, data, label: str, result) -> tuple:
         """One untimed call on a copy of `data`: (the output as it arrived, the first integrity error)."""

@@ -152,7 +152,9 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
           f"{machine.get('driver') or '?'}, CUDA {machine.get('cuda')}" if machine.get("gpu") else "CPU only"
     console.print(f"[dim]{gpu}; torch {machine['torch']}; Python {machine['python']}[/dim]")
     if mode == "diagnose":
-        return render_diagnose_report(console, results, reports)
+        render_diagnose_report(console, results, reports)
+        render_worker_output(console, results)     # an emulated kernel's lint warnings come on its stderr
+        return
     if mode == "test":
         table = Table(show_header=True, header_style="bold")
         for column in ("", "#", "case", "result"):

@@ -369,3 +369,15 @@ def test_the_repeat_probe_names_a_change_of_dtype_in_one_line():
     found = D.probes.probe_repeat(lambda data: next(outputs), lambda: (torch.ones(1),))
     assert not found.ok and "\n" not in found.headline
     assert "returned (4,) torch.float16, then (4,) torch.float32" in found.headline
+
+
+def test_diagnose_shows_what_the_probed_calls_printed(tmp_path):
+    """An emulated kernel's lint warnings arrive on its stderr during the probes: diagnose must show them."""
+    source = tmp_path / "printing.py"
+    source.write_text("import sys\nfrom submissions.torch_reference import custom_kernel as honest\n\n\n"
+                      "def custom_kernel(data):\n    print('emulated tcgen05 warning: a lint line', file=sys.stderr)\n"
+                      "    return honest(data).zero_()\n")
+    spec = tmp_path / "one.txt"
+    spec.write_text("m: 128; n: 256; k: 256; l: 1; seed: 1111\n")
+    run = run_eval("diagnose", str(spec), "--submission", str(source))
+    assert run.code == 112 and "emulated tcgen05 warning: a lint line" in run.stdout, run.stdout[-2000:]

@@ -425,4 +425,5 @@ def diagnose_case(evaluator, index: int, case):
         result.diagnosis = f"{failing[0].name}: {explained}"
     for p in probes:
         result.evidence += [f"{'ok' if p.ok else 'FAILED'} {p.name}: {p.headline}"] + [f"  {x}" for x in p.lines]
+    result.output = evaluator.take_probe_output()      # what the probed calls printed (an emulator's lint lines)
     return result, [dict(p.__dict__) for p in probes]
