@@ -29,14 +29,23 @@ def read_cases(task_dir, specfile, case_set):
     task's `case_set`; a missing or broken one is one line and exit 113."""
     from arena.specs import SpecError, parse_spec_text
     from arena.taskdef import TaskError, load_task
+    if task_dir and not os.path.isdir(task_dir):
+        fail_setup(f"no task folder {task_dir} (--task takes a folder holding task.yml)", EXIT_USAGE)
     try:
         task = load_task(task_dir)
         if not specfile:
             return task, task.cases(case_set), None
         try:
-            text = open(specfile).read()
+            with open(specfile, "rb") as f:
+                raw = f.read()
         except OSError as error:
             fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw[:error.start].count(b"\n") + 1
+            fail_setup(f"spec file {specfile} is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})",
+                       EXIT_SPEC)
         cases = parse_spec_text(text)
         if not cases:
             fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
@@ -46,12 +55,13 @@ def read_cases(task_dir, specfile, case_set):
         fail_setup(str(error), EXIT_SPEC)
 
 
-def check_output_folders(*outputs):
-    """Each (path, what) to be written later: its folder must exist now, before anything runs."""
-    for path, what in outputs:
-        parent = os.path.dirname(os.path.abspath(path)) if path else ""
-        if path and not os.path.isdir(parent):
-            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+def check_output_paths(*outputs):
+    """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
+    from arena.outputs import path_problem
+    for path, what, folder in outputs:
+        problem = path_problem(path, what, folder) if path else None
+        if problem:
+            fail_setup(problem, EXIT_USAGE)
 
 
 def with_options(*options):
@@ -65,25 +75,33 @@ def with_options(*options):
 
 case_options = with_options(      # every verb that runs cases of a task
         click.argument("specfile", required=False, type=click.Path(dir_okay=False)),
-        click.option("--submission", default="submission.py", show_default=True,
+        click.option("--submission", default="submission.py", show_default=True, metavar="FILE",
                      help="The submission file to evaluate."),
-        click.option("--task", "task_dir", default=None,
+        click.option("--task", "task_dir", default=None, metavar="DIR",
                      help="Task folder with task.yml (default: the folder of eval.py)."),
         click.option("--set", "case_set", type=click.Choice(("tests", "benchmarks", "robustness")), default=None,
-                     help="Which cases of task.yml to run when no SPECFILE is given."),
-        click.option("--only", default=None, help="Comma-separated case numbers to run, e.g. 0,3."),
+                     help="Which cases of task.yml to run when no SPECFILE is given (default: tests for test and "
+                     "diagnose, benchmarks for benchmark, leaderboard and profile)."),
+        click.option("--only", default=None, metavar="N,N,...", help="Comma-separated case numbers to run, e.g. "
+                     "0,3."),
         click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
                      "as in the competition's private runs."),
-        click.option("--json", "json_path", default=None, help="Also write the results to this JSON file."),
-        click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before "
-                     "the submission is killed (its first case includes any JIT compile)."),
+        click.option("--json", "json_path", default=None, type=click.Path(), metavar="FILE",
+                     help="Also write the results to this JSON file (rewritten after every case)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="Seconds each request to the submission may take before it is killed as a hang "
+                     "(default: fitted to the case: 30 s plus 2 s per MiB of inputs per call on the CPU, 0.05 s on "
+                     "a GPU, or 20 times the case's slowest call so far; 300 s more for a first call that may "
+                     "build a CUDA extension)."),
+        click.option("--keep-going", is_flag=True, help="Run every case after a hang too (default: the cases "
+                     "after a hang are not run: the same kernel hangs the same way)."),
         click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
                      "(needed to rank when the evaluator is not root; never for untrusted code)."),
         click.option("--quiet", "-q", is_flag=True, help="No live progress on stderr."),
-        click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
+        click.option("--report", "report_path", default=None, type=click.Path(), metavar="FILE",
                      help="Also write a self-contained HTML report (verdicts, diagnoses, error heatmaps, timing "
                      "pictures) to this file."),
-        click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+        click.option("--plots", "plots_dir", default=None, type=click.Path(), metavar="DIR",
                      help="Also write the report's pictures as PNG files into this folder."),
 )
 
@@ -219,7 +237,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
                      mode=mode, spec_text=spec_text,
                      cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
                      else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
-    check_output_folders((report_path, "report"), (jsonl, "JSONL file"))
+    check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
         code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
@@ -240,7 +258,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 
 def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
              quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None,
-             emulate_blackwell=False):
+             emulate_blackwell=False, keep_going=False):
     """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.evaluation import EmulationUnavailable, run_mode
     from arena.specs import apply_secret_seed
@@ -263,6 +281,8 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     apply_secret_seed([c for _, c in indexed], secret)
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+    check_output_paths((json_path, "JSON file", False), (report_path, "report", False),
+                       (plots_dir, "plots folder", True))
 
     if mode == "diagnose":      # probes for people: no POPCORN protocol; one small default case unless chosen
         if popcorn_fd is not None:
@@ -276,41 +296,72 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     from arena import static_checks
     from arena.progress import Progress
     static = static_checks.scan(submission)
-    check_output_folders((report_path, "report"), (plots_dir, "plots folder"))
+
+    def record(finished):       # after every case: a stopped or killed run keeps what it finished
+        if json_path:
+            from arena import report
+            try:
+                report.write_json(json_path, mode, task.name, submission, finished, None, None, len(indexed))
+            except OSError as error:
+                click.echo(f"warning: cannot write {json_path}: {error.strerror}", err=True)
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
                                           sandboxed=not no_sandbox, timing_method=timing_method,
                                           progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir),
-                                          emulate_blackwell=emulate_blackwell)
+                                          emulate_blackwell=emulate_blackwell, keep_going=keep_going,
+                                          on_result=record)
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
     except EmulationUnavailable as error:
         fail_setup(str(error), EXIT_USAGE)
     except sandbox.Terminated as stop:
-        click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
+        click.echo(f"error: {stop} before any case began: the submission's processes were ended", err=True)
         sys.exit(128 + stop.signum)
     except KeyboardInterrupt:
-        click.echo("error: interrupted: the submission's processes were ended, nothing was reported", err=True)
+        click.echo("error: interrupted before any case began: the submission's processes were ended", err=True)
         sys.exit(130)
     finally:
         sandbox.write_import_audit()
+    if info.stopped:
+        _ignore_further_signals()   # the results of the cases that finished get written whole
     from arena import report       # imported by run_mode already (it imports torch: not before the worker starts)
     info.static_warnings = [f.as_dict() for f in static]
     if info.refused:
         click.echo(f"error: {info.refused}", err=True)
     if popcorn_fd is not None:
-        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
+        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports, not info.stopped))
         report.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
     else:
         report.render(_console(), mode, results, info, reports)
+    written = True
     if json_path:
-        report.write_json(json_path, mode, task.name, submission, results, info, reports)
-    _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir)
-    sys.exit(EXIT_OK if all(r.passed for r in results) and not info.refused else EXIT_FAILED)
+        try:
+            report.write_json(json_path, mode, task.name, submission, results, info, reports, len(indexed))
+        except OSError as error:
+            click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
+            written = False
+    written = _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir) and written
+    failed = sum(not r.passed for r in results)
+    if info.stopped:
+        click.echo(f"error: {info.stopped}: {len(results)} of {len(indexed)} cases finished and reported, "
+                   f"{info.not_reached} not reached", err=True)
+        sys.exit(128 + info.signal)
+    if info.import_error:
+        click.echo(f"error: {info.import_error}", err=True)
+    elif failed:
+        click.echo(f"error: {failed} of {len(results)} cases failed", err=True)
+    sys.exit(EXIT_OK if not failed and not info.refused and written else EXIT_FAILED)
 
 
-def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir):
-    """--report and --plots: a failure to write one is one line on stderr; the results stand."""
+def _ignore_further_signals():
+    import signal
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
+    """--report and --plots: a failure to write one is one line on stderr (and exit 112); the results stand.
+    Whether all were written."""
     from arena import html_report
     try:
         if report_path:
@@ -321,6 +372,8 @@ def _write_pictures(mode, task_name, submission, results, info, report_path, plo
             click.echo(f"plots: {len(written)} PNG files in {plots_dir}", err=True)
     except OSError as error:
         click.echo(f"error: cannot write the report or plots: {error}", err=True)
+        return False
+    return True
 
 
 def _console():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import channel, sandbox, tensorwire
+from arena import channel, cleanup, sandbox, tensorwire
 from arena.nested import copy_storages
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
@@ -24,10 +24,38 @@ from arena.spawn import Spawned, spawn_worker
 class WorkerFailure(RuntimeError):
     """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
 
-    def __init__(self, message: str, replace: bool = False, traceback: str = ""):
+    def __init__(self, message: str, replace: bool = False, traceback: str = "", hang: bool = False):
         super().__init__(sandbox.clean_text(message, 600).replace("\n", " "))
         self.replace = replace          # the worker is gone or poisoned: start a new one
         self.traceback = sandbox.clean_text(traceback, 4000)
+        self.hang = hang                # no answer within the time limit
+
+
+_ARENA = os.path.dirname(os.path.abspath(__file__))
+# The harness's own frames: this package (wherever the worker sees it mounted) and importlib's.
+HARNESS_MODULES = tuple(sorted("/arena/" + os.path.relpath(os.path.join(folder, name), _ARENA)
+                               for folder, _, names in os.walk(_ARENA) for name in names if name.endswith(".py")))
+
+
+def submission_traceback(text: str) -> str:
+    """A traceback from the worker without the harness's own frames (arena/, importlib): what the
+    submission's author can act on. Text that is not a traceback comes back as it is."""
+    lines, kept, skipping = str(text).splitlines(), [], False
+    for line in lines:
+        stripped = line.lstrip()
+        if line.startswith("  File ") or (stripped.startswith("File \"") and line.startswith(" ")):
+            where = stripped[len('File "'):].split('"', 1)[0]
+            skipping = where.startswith("<frozen ") or where.endswith(HARNESS_MODULES)
+            if skipping:
+                continue
+        elif skipping and line.startswith("    "):
+            continue
+        else:
+            skipping = False
+        kept.append(line)
+    if kept and kept[0].startswith("Traceback") and (len(kept) < 2 or not kept[1].startswith("  File ")):
+        kept = kept[1:]                 # nothing of the submission's own left under the header
+    return "\n".join(kept)
 
 
 @dataclass
@@ -85,7 +113,8 @@ class Worker:
             text = self.output_text()
             self.stop()
             raise WorkerFailure(reply["error"], replace=True,
-                                traceback="\n".join(x for x in (str(reply.get("traceback", "")), text) if x))
+                                traceback="\n".join(x for x in (submission_traceback(reply.get("traceback", "")), text)
+                                                     if x))
         self._note(reply)
         self.hardening = self.isolation.state
 
@@ -116,7 +145,7 @@ class Worker:
         except (socket.timeout, TimeoutError):
             self.stop()
             raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)",
-                                replace=True) from None
+                                replace=True, hang=True) from None
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
@@ -189,7 +218,7 @@ class Worker:
                 self.stop()
             suffix = " (the CUDA context is broken; a new worker takes the next case)" \
                 if reply.get("cuda_broken") else ""
-            trace = "\n".join(x for x in (str(reply.get("traceback", "")), text) if x)
+            trace = "\n".join(x for x in (submission_traceback(reply.get("traceback", "")), text) if x)
             raise WorkerFailure(str(reply["error"]) + suffix, replace=broken, traceback=trace)
         outputs = []
         if "data" in reply:
@@ -242,7 +271,7 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)     # its own session: grandchildren too
             except (ProcessLookupError, PermissionError):
                 pass
-            sandbox.end_all()
+            cleanup.end_started()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
