@@ -55,6 +55,23 @@ def read_cases(task_dir, specfile, case_set):
         fail_setup(str(error), EXIT_SPEC)
 
 
+def check_memory(task, indexed):
+    """Each case's memory (task.yml `memory_bytes`) against what this machine has available, before anything
+    is generated: a case that cannot fit is one line and exit 113, not the out-of-memory killer minutes later."""
+    from arena.memory import EstimateError, available_bytes, estimate_bytes, gib
+    expression, available = task.config.get("memory_bytes"), available_bytes()
+    if not expression or available is None:
+        return
+    for index, case in indexed:
+        try:
+            need = estimate_bytes(expression, case.args)
+        except EstimateError as error:
+            fail_setup(f"{task.folder / 'task.yml'}: {error}", EXIT_SPEC)
+        if need > available:
+            fail_setup(f"case {index} ({case.spec}) needs about {gib(need)} of memory; this machine has "
+                       f"{gib(available)} available", EXIT_SPEC)
+
+
 def check_output_paths(*outputs):
     """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
     from arena.outputs import path_problem
@@ -278,6 +295,7 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
         indexed = [(i, c) for i, c in indexed if i in wanted]
         if not indexed:
             fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
+    check_memory(task, indexed)
     apply_secret_seed([c for _, c in indexed], secret)
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
@@ -397,11 +415,16 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
         except TaskError as error:
             fail_setup(str(error), EXIT_SPEC)
     console = _console()
+    from arena.progress import Progress
+    progress = Progress()
+    progress.step(f"reading the CUDA sources of {submission}")
     try:
-        builds = compile_submission(submission, archs)
+        builds = compile_submission(submission, archs, step=progress.step)
     except CompileError as error:
+        progress.close()
         console.print(f"✘ {error}", style="red", markup=False, highlight=False)
         return EXIT_FAILED
+    progress.close()
     return EXIT_OK if report(console, builds, expect.lower() == "mma") else EXIT_FAILED
 
 

@@ -481,8 +481,9 @@ def _count_mma(cubin: str, arch: str) -> Counter:
     return Counter(m.group(0) for m in MMA_PATTERN[arch].finditer(proc.stdout))
 
 
-def compile_submission(path: str, archs) -> list[Build]:
-    """One Build per source and arch: built, failed, or not targeted (not built: the source is not for it)."""
+def compile_submission(path: str, archs, step=None) -> list[Build]:
+    """One Build per source and arch: built, failed, or not targeted (not built: the source is not for it).
+    `step(text)`, if given, hears each build as it begins (eval.py's progress)."""
     if isinstance(archs, str):
         archs = [archs]
     sources = find_sources(path)
@@ -493,6 +494,8 @@ def compile_submission(path: str, archs) -> list[Build]:
                 if source.targets is not None and arch.split()[0] not in source.targets:
                     builds.append(Build(source.name, arch, NOT_TARGETED, error=f"targets {', '.join(source.targets)}"))
                 else:
+                    if step is not None:
+                        step(f"building {source.name} for {arch} with nvcc")
                     builds.append(build(source, arch, workdir))
     return builds
 

@@ -21,7 +21,7 @@ def _one_line(result) -> str:
     if not result.passed:
         return (result.diagnosis or result.error or "failed")[:120]
     if result.stats:
-        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} samples"
+        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} sample{'' if result.stats.runs == 1 else 's'}"
     return ""
 
 

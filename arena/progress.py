@@ -66,6 +66,10 @@ class Progress:
         self.first_call_note = f" (the first call may build {', '.join(names)} first)" if names else ""
         self._stage(f"starting the worker, importing {submission_path.rsplit('/', 1)[-1]}{building}")
 
+    def step(self, text: str):
+        """A step outside any case (a build of `eval.py compile`, a batch's phase)."""
+        self._stage(text)
+
     def failed_to_start(self, error: str):
         """The submission did not import: the run's one line about it (no case runs)."""
         self._stage("")
@@ -83,7 +87,7 @@ class Progress:
 
     def timing(self, runs: int, mean_ns: float | None, err_ns: float | None):
         figure = f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs" if mean_ns is not None and err_ns is not None else ""
-        self._stage(f"{self.case_label}: timing, {runs} samples{figure}", step=f"{self.case_label}: timing")
+        self._stage(f"{self.case_label}: timing, {runs} sample{'' if runs == 1 else 's'}{figure}", step=f"{self.case_label}: timing")
 
     def finished(self, index: int, passed: bool, summary: str):
         self.done.append((index, passed))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from arena import channel, cleanup, sandbox, tensorwire
+from arena.memory import oom_kills
 from arena.nested import copy_storages
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
@@ -92,9 +93,11 @@ class Worker:
     probe_failed: str = ""
     emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
+    oom_before: int | None = None       # the cgroup's out-of-memory kills when this worker started
     _pool: object = None
 
     def start(self):
+        self.oom_before = oom_kills()
         spawned, self.spawned = self.spawned, None
         spawned = spawned or spawn_worker(self.submission, self.sandboxed, self.probe_failed)
         self.process, self.sock, self.isolation, self.traps = (spawned.process, spawned.sock, spawned.isolation,
@@ -149,7 +152,8 @@ class Worker:
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
-            raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
+            oom = code == -signal.SIGKILL and self.oom_before is not None and (oom_kills() or 0) > self.oom_before
+            raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code, oom)})",
                                 replace=True) from None
         except channel.ChannelError as error:
             self.stop()
@@ -279,7 +283,9 @@ class Worker:
             self.process = None
 
 
-def describe_exit(code) -> str:
+def describe_exit(code, out_of_memory: bool = False) -> str:
+    if out_of_memory:
+        return "killed by the kernel's out-of-memory killer (SIGKILL): the case needs more memory than is free"
     if code is None:
         return "no exit status"
     if code < 0:

@@ -148,3 +148,17 @@ def test_plain_progress_in_a_pipe_names_each_step_as_it_happens():
     finished = next(t for t, line in stamped if line.startswith("[arena] case 0: pass"))
     assert 1.5 < finished - running[0][0] < 4, stamped    # the line came while the step was going on
     assert not any("generating inputs" in line and "(" in line.split(":")[-1] for _, line in stamped)
+
+
+def test_a_case_too_big_for_the_rules_or_the_memory_is_refused_with_one_line_before_anything_runs():
+    huge = run_eval("test", spec_file("m: 10000000; n: 256; k: 256; l: 1; seed: 1\n"), "--submission", GOOD)
+    assert huge.code == 113 and huge.stderr.strip().endswith("m must be at most 65536, got 10000000")
+    big = run_eval("test", spec_file("m: 60000; n: 60000; k: 16384; l: 1; seed: 1\n"), "--submission", GOOD)
+    assert big.code == 113 and len(big.stderr.strip().splitlines()) == 1, big.stderr
+    assert "needs about 85.4 GiB of memory; this machine has" in big.stderr and big.seconds < 20
+
+
+def test_a_worker_ended_by_the_out_of_memory_killer_is_named_as_such():
+    from arena.runner import describe_exit
+    assert "out-of-memory killer" in describe_exit(-9, out_of_memory=True)
+    assert describe_exit(-9) == "killed by SIGKILL"
