@@ -101,7 +101,7 @@ case_options = with_options(      # every verb that runs cases of a task
                      "diagnose, benchmarks for benchmark, leaderboard and profile)."),
         click.option("--only", default=None, metavar="N,N,...", help="Comma-separated case numbers to run, e.g. "
                      "0,3."),
-        click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
+        click.option("--seed", type=int, default=None, metavar="INTEGER", help="A secret seed to combine with each case's seed, "
                      "as in the competition's private runs."),
         click.option("--json", "json_path", default=None, type=click.Path(), metavar="FILE",
                      help="Also write the results to this JSON file (rewritten after every case)."),
@@ -134,7 +134,28 @@ timing_options = with_options(    # the verbs that time
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+HELP_EPILOG = """\b
+Exit codes:
+  0    every case passed (and every requested file was written)
+  112  a case failed, or a requested file could not be written
+  113  a bad spec file or task.yml, or a case too big for its rules or this machine's memory
+  2    a usage error (an unknown option, a missing file, an unwritable output path)
+  128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); the finished cases are still reported
+
+\b
+SPECFILE: one case per line, `key: value` pairs joined by `;`, as the competition writes them:
+  m: 128; n: 256; k: 256; l: 1; seed: 1111
+  values are integers, words, or lists of integers (`m: [96, 128]; g: 2`); blank lines are skipped;
+  the keys and their bounds are the task's (task.yml `case_rules`); UTF-8 text.
+
+\b
+Default cases without SPECFILE: test and diagnose run task.yml's `tests`; benchmark, leaderboard and profile
+its `benchmarks`; --set picks another list (robustness: data the official distributions never produce).
+"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+             epilog=HELP_EPILOG)
 def cli():
     """Evaluate an NVFP4 submission. With POPCORN_FD set, speaks the competition's protocol."""
 
@@ -145,23 +166,23 @@ emulation_option = click.option(
          "software (correctness only; never timed).")
 
 
-@cli.command()
+@cli.command(short_help="Check the submission against the reference (default: task.yml's tests).")
 @case_options
 @emulation_option
 def test(**options):
-    """Check the submission against the reference on the test cases (or SPECFILE's)."""
+    """Check the submission against the reference on task.yml's `tests` (or SPECFILE's cases, or --set's)."""
     evaluate("test", **options)
 
 
-@cli.command()
+@cli.command(short_help="Check once, then time each case (default: task.yml's benchmarks).")
 @case_options
 @timing_options
 def benchmark(**options):
-    """Check once, then time each benchmark case (or SPECFILE's)."""
+    """Check once, then time each of task.yml's `benchmarks` (or SPECFILE's cases, or --set's)."""
     evaluate("benchmark", **options)
 
 
-@cli.command()
+@cli.command(short_help="A ranked benchmark: every output checked, stops at the first failure.")
 @case_options
 @timing_options
 def leaderboard(**options):
@@ -169,24 +190,28 @@ def leaderboard(**options):
     evaluate("leaderboard", **options)
 
 
-@cli.command()
+@cli.command(short_help="One call per case under the PyTorch profiler (default: the benchmarks).")
 @case_options
 def profile(**options):
     """One call per case under the PyTorch profiler; prints its table."""
     evaluate("profile", **options)
 
 
-@cli.command()
+@cli.command(short_help="Why a submission is wrong: structured probes of its first failing case.")
 @case_options
 @emulation_option
 def diagnose(**options):
-    """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol)."""
+    """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol).
+    Without SPECFILE or --only it first runs `test` on --set's cases (default: tests) and probes the first
+    that fails, saying which; if every one passes, a small probe case."""
     evaluate("diagnose", **options)
 
 
-@cli.command("compile")
-@click.option("--submission", default="submission.py", show_default=True, help="The submission file to build.")
-@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@cli.command("compile", short_help="Build the submission's CUDA sources with nvcc (no GPU needed).")
+@click.option("--submission", default="submission.py", show_default=True, metavar="FILE",
+              help="The submission file to build.")
+@click.option("--task", "task_dir", default=None, metavar="DIR",
+              help="Task folder with task.yml (default: the folder of eval.py).")
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
               help="The target(s) to build for (default both).")
 @click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
@@ -202,19 +227,20 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
     sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
 
 
-@cli.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@cli.command(short_help="Evaluate many submissions in parallel on Ray (one GPU each).")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--task", "task_dir", default=None, metavar="DIR",
+              help="Task folder with task.yml (default: the folder of eval.py).")
 @click.option("--mode", type=click.Choice(("test", "benchmark", "leaderboard")), default="test", show_default=True,
               help="What every submission gets: exactly the single `eval.py MODE` run.")
 @click.option("--spec", "specfile", default=None, type=click.Path(dir_okay=False),
               help="A spec file of cases for every submission (default: the task's cases for the mode).")
-@click.option("--jsonl", default="batch.jsonl", show_default=True, help="Rows stream here, one per submission; "
+@click.option("--jsonl", default="batch.jsonl", show_default=True, metavar="FILE", help="Rows stream here, one per submission; "
               "a row already there for the same content, task, mode and cases is not evaluated again.")
-@click.option("--address", default=None, help="A Ray cluster to use (default: start one on this machine, over "
+@click.option("--address", default=None, metavar="HOST:PORT", help="A Ray cluster to use (default: start one on this machine, over "
               "all its GPUs, or its cores without a GPU).")
-@click.option("--timeout", type=float, default=180.0, show_default=True,
-              help="Seconds per case before a submission is stopped, as in a single run.")
+@click.option("--timeout", type=float, default=180.0, show_default=True, metavar="SECONDS",
+              help="Seconds each request to a submission may take before it is stopped, as in a single run.")
 @click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the ranking as a self-contained HTML file.")
 @click.option("--gpus", type=click.IntRange(min=0), default=None,
@@ -302,15 +328,11 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
     check_output_paths((json_path, "JSON file", False), (report_path, "report", False),
                        (plots_dir, "plots folder", True))
 
-    if mode == "diagnose":      # probes for people: no POPCORN protocol; one small default case unless chosen
+    if mode == "diagnose":      # probes for people: no POPCORN protocol; the first failing case unless chosen
         if popcorn_fd is not None:
             fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
-        if not specfile and not only and task.name == "nvfp4_gemm":
-            from arena.diagnose import DEFAULT_PROBE_CASE
-            from arena.specs import Case, format_spec
-            indexed = [(0, Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE)))]
-        elif not specfile and not only:
-            indexed = indexed[:1]         # other tasks: their first test case
+        if not specfile and not only:
+            indexed = diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set or "tests")
     from arena import static_checks
     from arena.progress import Progress
     static = static_checks.scan(submission)
@@ -377,6 +399,36 @@ def _ignore_further_signals():
         signal.signal(signum, signal.SIG_IGN)
 
 
+def diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set):
+    """The case `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
+    (one case that cannot show the bug would say all is well); if every case passes, the task's small probe
+    case (nvfp4_gemm) or its first case. One line on stderr says which and why."""
+    from arena.evaluation import run_mode
+    from arena.progress import Progress
+    from arena.specs import Case, format_spec
+    progress = Progress(quiet=quiet)
+    progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
+    results, _, info = run_mode("test", task, indexed, submission, timeout, None, None, None,
+                                sandboxed=not no_sandbox, progress=Progress(quiet=True), first_failure=True)
+    progress.close()
+    if info.stopped:
+        fail_setup(f"{info.stopped} while looking for a failing case", 128 + info.signal)
+    failing = next((r for r in results if not r.passed), None)
+    if failing is not None:
+        click.echo(f"diagnose: case {failing.index} of {case_set} fails under test ({failing.error[:160]}): "
+                   "probing it", err=True)
+        return [(i, c) for i, c in indexed if i == failing.index]
+    if task.name == "nvfp4_gemm":
+        from arena.diagnose import DEFAULT_PROBE_CASE
+        case = Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE))
+        click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing the small probe case "
+                   f"({case.spec})", err=True)
+        return [(0, case)]
+    click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[0][0]}",
+               err=True)
+    return indexed[:1]
+
+
 def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
     """--report and --plots: a failure to write one is one line on stderr (and exit 112); the results stand.
     Whether all were written."""
@@ -417,9 +469,9 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
     console = _console()
     from arena.progress import Progress
     progress = Progress()
-    progress.step(f"reading the CUDA sources of {submission}")
+    progress.announce(f"reading the CUDA sources of {submission}")
     try:
-        builds = compile_submission(submission, archs, step=progress.step)
+        builds = compile_submission(submission, archs, step=progress.announce)
     except CompileError as error:
         progress.close()
         console.print(f"✘ {error}", style="red", markup=False, highlight=False)

@@ -54,11 +54,12 @@ def blackwell_emulation_problem(torch) -> str | None:
 
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
              timing_method=None, progress=None, figures=False, emulate_blackwell=False, keep_going=False,
-             on_result=None):
+             on_result=None, first_failure=False):
     """Run `mode` on `indexed` cases: (results, reports, RunInfo). `timeout` None: each request's limit fits
     its case (arena/modes.py auto_timeout). After a hang the other cases are not run (`keep_going` runs them);
     SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped). `on_result(results)` is
-    called after every case, so a caller can write what is finished before the run ends."""
+    called after every case, so a caller can write what is finished before the run ends. `first_failure`: stop
+    after the first case that fails (diagnose's search for a case to probe)."""
     sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
     cleanup.note_bystanders()               # processes below us before the run are not ours to end
@@ -75,7 +76,7 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     try:
         return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
                     hardening, early, clock, progress or Silent(), figures, emulate_blackwell, keep_going,
-                    on_result or (lambda results: None))
+                    on_result or (lambda results: None), first_failure)
     finally:
         if progress is not None:
             progress.close()
@@ -83,7 +84,7 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
 
 
 def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
-         early, clock, progress, figures, emulate_blackwell, keep_going, on_result):
+         early, clock, progress, figures, emulate_blackwell, keep_going, on_result, first_failure=False):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import RunInfo
@@ -151,7 +152,7 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             progress.finished(index, results[-1].passed, _one_line(results[-1]))
             if evaluator.take_hang() and not keep_going:
                 hang = index        # the same kernel hangs the same way: the other cases are not waited out
-            if ranked and not results[-1].passed:
+            if (ranked or first_failure) and not results[-1].passed:
                 break               # as the competition: a ranked run stops at the first failure
         evaluator.finish()                  # late writes to outputs already checked
     except (KeyboardInterrupt, sandbox.Terminated) as stop:

@@ -66,7 +66,7 @@ class Progress:
         self.first_call_note = f" (the first call may build {', '.join(names)} first)" if names else ""
         self._stage(f"starting the worker, importing {submission_path.rsplit('/', 1)[-1]}{building}")
 
-    def step(self, text: str):
+    def announce(self, text: str):
         """A step outside any case (a build of `eval.py compile`, a batch's phase)."""
         self._stage(text)
 

@@ -162,3 +162,21 @@ def test_a_worker_ended_by_the_out_of_memory_killer_is_named_as_such():
     from arena.runner import describe_exit
     assert "out-of-memory killer" in describe_exit(-9, out_of_memory=True)
     assert describe_exit(-9) == "killed by SIGKILL"
+
+
+def test_help_names_exit_codes_the_spec_grammar_defaults_and_paths_without_cutting_a_summary():
+    top = run_eval("--help").stdout
+    assert "..." not in top and "112" in top and "113" in top and "128+N" in top
+    assert "m: 128; n: 256; k: 256; l: 1; seed: 1111" in top and "`tests`" in top
+    for verb in ("test", "benchmark", "leaderboard", "profile", "diagnose", "compile", "batch"):
+        text = run_eval(verb, "--help").stdout
+        assert "TEXT" not in text, (verb, text)
+    assert "first" in run_eval("diagnose", "--help").stdout
+
+
+def test_diagnose_without_a_case_probes_the_first_case_that_fails_under_test():
+    broken = os.path.join(ROOT, "tests", "broken", "layout_kgroup_swapped.py")
+    run = run_eval("diagnose", "--submission", broken)
+    assert run.code == 112
+    assert "diagnose: case 0 of tests fails under test (wrong result" in run.stderr
+    assert "kgroup_swapped" in run.stdout
