@@ -438,7 +438,7 @@ def _write_pictures(mode, task_name, submission, results, info, report_path, plo
             html_report.write_report(report_path, mode, task_name, submission, results, info)
             click.echo(f"report: {report_path}", err=True)
         if plots_dir:
-            written = html_report.write_plots(plots_dir, results)
+            written = html_report.write_plots(plots_dir, results, bool(info.machine.get("gpu")))
             click.echo(f"plots: {len(written)} PNG files in {plots_dir}", err=True)
     except OSError as error:
         click.echo(f"error: cannot write the report or plots: {error}", err=True)

@@ -14,6 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from arena import figures  # noqa: E402
+from arena.glyphs import strip_height  # noqa: E402
 from tests.evalrun import run_eval, run_on_terminal, spec_file  # noqa: E402
 
 BROKEN = os.path.join(ROOT, "tests", "broken")
@@ -121,7 +122,9 @@ def test_the_heatmap_of_an_unwritten_column_tile_shows_that_tile_and_only_it(tmp
     assert run.code == 112
     assert sorted(os.listdir(plots)) == ["case0_batch_0_error.png", "case0_batch_0_reference.png"]
     width, height, rows = decode_png((plots / "case0_batch_0_error.png").read_bytes())
-    assert (width, height) == (384, 128)           # 128 rows x 384 columns, one pixel per element
+    rows = [row[:384] for row in rows[strip_height(figures.ERROR_TITLE_LINES):]]    # below the title
+    assert (len(rows[0]), len(rows)) == (384, 128)   # 128 rows x 384 columns, one pixel per element
+    assert width >= 384 and height == 128 + strip_height(figures.ERROR_TITLE_LINES)
     blue = {x for row in rows for x, c in enumerate(row) if c == figures.UNTOUCHED}
     assert blue == set(range(256, 384))             # the never-written tile, in its own colour
     assert all(c in (figures.EXACT, figures.WITHIN) for row in rows for c in row[:256])
@@ -138,7 +141,8 @@ def test_the_heatmap_of_a_group_with_an_unwritten_tail_shows_the_tail_rows(tmp_p
     name = "case0_group_0_200x256x256_error.png"
     assert sorted(os.listdir(plots)) == [name, name.replace("error", "reference")]
     width, height, rows = decode_png((plots / name).read_bytes())
-    assert (width, height) == (256, 200)
+    rows = [row[:256] for row in rows[strip_height(figures.ERROR_TITLE_LINES):]]    # below the title
+    assert (len(rows[0]), len(rows)) == (256, 200)
     wrong_rows = {y for y, row in enumerate(rows) if any(c == figures.UNTOUCHED for c in row)}
     assert wrong_rows == set(range(128, 200))
 
