@@ -17,7 +17,8 @@ ray = pytest.importorskip("ray", reason="eval.py batch needs Ray (python3 -m pip
 
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"
 TIMEOUT = "12"          # seconds per case: the hanging submission's verdict comes at this limit
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only"),
+              pytest.mark.slow]     # Ray batches of real evaluations: `pytest -m slow`
 
 # A dozen submissions of ours: correct, broken, cheating, crashing, hanging; and the verdict a single run gives.
 DOZEN = {

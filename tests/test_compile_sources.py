@@ -15,6 +15,8 @@ from arena import compile as arena_compile
 from arena.compile import find_tool
 from tests.evalrun import ROOT, run_eval
 
+pytestmark = pytest.mark.slow     # nvcc builds: `pytest -m slow`
+
 NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed (CUDA toolkit)")
 GEMV_TASK = f"{ROOT}/tasks/nvfp4_gemv"

@@ -76,6 +76,7 @@ FIRES = [
 ]
 
 
+@pytest.mark.slow          # one evaluation per planted bug: `pytest -m slow`
 @pytest.mark.parametrize("name,args,key,phrase", FIRES, ids=[f[0] for f in FIRES])
 def test_each_broken_submission_gets_its_diagnosis(name, args, key, phrase):
     good, found = run_case(broken(name), args)
