@@ -146,7 +146,7 @@ def test_plain_progress_in_a_pipe_names_each_step_as_it_happens():
     assert len(running) >= 2, stamped               # the step, then its repeat while the 2.5 s call lasts
     assert "(1 s)" in running[1][1] or "(2 s)" in running[1][1], running
     finished = next(t for t, line in stamped if line.startswith("[arena] case 0: pass"))
-    assert 1.5 < finished - running[0][0] < 4, stamped    # the line came while the step was going on
+    assert 0.5 < finished - running[0][0] < 4, stamped    # the line came while the step was going on
     assert not any("generating inputs" in line and "(" in line.split(":")[-1] for _, line in stamped)
 
 
@@ -166,7 +166,8 @@ def test_a_worker_ended_by_the_out_of_memory_killer_is_named_as_such():
 
 def test_help_names_exit_codes_the_spec_grammar_defaults_and_paths_without_cutting_a_summary():
     top = run_eval("--help").stdout
-    assert "..." not in top and "112" in top and "113" in top and "128+N" in top
+    commands = top.split("Commands:")[1].split("Exit codes:")[0]
+    assert "..." not in commands and "batch" in commands and "112" in top and "113" in top and "128+N" in top
     assert "m: 128; n: 256; k: 256; l: 1; seed: 1111" in top and "`tests`" in top
     for verb in ("test", "benchmark", "leaderboard", "profile", "diagnose", "compile", "batch"):
         text = run_eval(verb, "--help").stdout
