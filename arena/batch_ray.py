@@ -121,9 +121,8 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=PLAIN_EVERY_S)
                 if not done:            # a pipe or a log hears that the batch goes on
-                    progress_console.print(f"[batch] {len(todo) - len(pending)}/{len(todo)} done, {len(pending)} "
-                                           f"evaluating ({time.monotonic() - started:.0f} s)", highlight=False,
-                                           markup=False)
+                    progress_console.print(f"[batch] still evaluating {len(pending)} of {len(todo)} "
+                                           f"({time.monotonic() - started:.0f} s)", highlight=False, markup=False)
                     continue
                 submission = pending.pop(done[0])
                 try:

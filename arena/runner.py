@@ -41,7 +41,7 @@ HARNESS_MODULES = tuple(sorted("/arena/" + os.path.relpath(os.path.join(folder, 
 def submission_traceback(text: str) -> str:
     """A traceback from the worker without the harness's own frames (arena/, importlib): what the
     submission's author can act on. Text that is not a traceback comes back as it is."""
-    lines, kept, skipping = str(text).splitlines(), [], False
+    lines, kept, skipping = str(text).split("\n"), [], False    # only newlines: a \r stays inside its line
     for line in lines:
         stripped = line.lstrip()
         if line.startswith("  File ") or (stripped.startswith("File \"") and line.startswith(" ")):
