@@ -46,7 +46,12 @@ def path_problem(path: str, what: str, folder: bool = False) -> str | None:
 
 
 def write_json_atomically(path: str, doc: dict):
-    """Write `doc` to `path` through a file beside it, so a reader (or a kill mid-write) never sees half a file."""
+    """Write `doc` to `path` through a file beside it, so a reader (or a kill mid-write) never sees half a file.
+    A path that is no regular file (a pipe, /dev/stdout) is written in place: it is never replaced."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2, default=str)
+        return
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".partial-", suffix=".json", dir=folder)
     try:

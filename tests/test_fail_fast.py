@@ -197,3 +197,28 @@ def test_plots_carry_a_title_axes_and_a_legend_and_a_cpu_run_draws_no_empty_spee
     assert height == strip_height(2) + 160 + 34 and width > 480       # bars plus the axes' labels
     left_labels = [row[:50] for row in rows[strip_height(2):]]
     assert any(c == (0, 0, 0) for row in left_labels for c in row)    # the count axis is labelled
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_an_error_line_and_112():
+    run = run_eval("test", spec_file(SMALL), "--submission", GOOD, "--report", "/dev/full", "--json", "/dev/full")
+    assert run.code == 112, run.stderr
+    assert "error: cannot write the report or plots: [Errno 28] No space left on device" in run.stderr
+    assert "error: cannot write the JSON file /dev/full: No space left on device" in run.stderr
+    assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")      # never replaced
+
+
+def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
+    import io
+    from arena.progress import Progress, gpu_present
+    stream = io.StringIO()
+    progress = Progress(stream=stream, live=False)
+    progress.case(0, "m: 1", 1, "timing")
+    progress.timing(1, 1000.0, 10.0)
+    assert progress.text.endswith("timing, 1 sample, mean 1.00 ± 0.01 µs")
+    progress.close()
+    if not gpu_present():
+        run = run_eval("test", "--only", "0", "--quiet")          # the shipped CUDA submission on a CPU
+        assert "building CUDA extension" not in run.stderr
+        loud = run_eval("test", "--only", "0")
+        assert loud.code == 112 and "building CUDA extension" not in loud.stderr, loud.stderr
+        assert "arena/worker.py" not in loud.stdout and "needs a CUDA GPU" in loud.stdout
