@@ -29,14 +29,23 @@ def read_cases(task_dir, specfile, case_set):
     task's `case_set`; a missing or broken one is one line and exit 113."""
     from arena.specs import SpecError, parse_spec_text
     from arena.taskdef import TaskError, load_task
+    if task_dir and not os.path.isdir(task_dir):
+        fail_setup(f"no task folder {task_dir} (--task takes a folder holding task.yml)", EXIT_USAGE)
     try:
         task = load_task(task_dir)
         if not specfile:
             return task, task.cases(case_set), None
         try:
-            text = open(specfile).read()
+            with open(specfile, "rb") as f:
+                raw = f.read()
         except OSError as error:
             fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw[:error.start].count(b"\n") + 1
+            fail_setup(f"spec file {specfile} is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})",
+                       EXIT_SPEC)
         cases = parse_spec_text(text)
         if not cases:
             fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
@@ -46,12 +55,30 @@ def read_cases(task_dir, specfile, case_set):
         fail_setup(str(error), EXIT_SPEC)
 
 
-def check_output_folders(*outputs):
-    """Each (path, what) to be written later: its folder must exist now, before anything runs."""
-    for path, what in outputs:
-        parent = os.path.dirname(os.path.abspath(path)) if path else ""
-        if path and not os.path.isdir(parent):
-            fail_setup(f"cannot write the {what} {path}: no folder {parent}", EXIT_USAGE)
+def check_memory(task, indexed):
+    """Each case's memory (task.yml `memory_bytes`) against what this machine has available, before anything
+    is generated: a case that cannot fit is one line and exit 113, not the out-of-memory killer minutes later."""
+    from arena.memory import EstimateError, available_bytes, estimate_bytes, gib
+    expression, available = task.config.get("memory_bytes"), available_bytes()
+    if not expression or available is None:
+        return
+    for index, case in indexed:
+        try:
+            need = estimate_bytes(expression, case.args)
+        except EstimateError as error:
+            fail_setup(f"{task.folder / 'task.yml'}: {error}", EXIT_SPEC)
+        if need > available:
+            fail_setup(f"case {index} ({case.spec}) needs about {gib(need)} of memory; this machine has "
+                       f"{gib(available)} available", EXIT_SPEC)
+
+
+def check_output_paths(*outputs):
+    """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
+    from arena.outputs import path_problem
+    for path, what, folder in outputs:
+        problem = path_problem(path, what, folder) if path else None
+        if problem:
+            fail_setup(problem, EXIT_USAGE)
 
 
 def with_options(*options):
@@ -65,25 +92,33 @@ def with_options(*options):
 
 case_options = with_options(      # every verb that runs cases of a task
         click.argument("specfile", required=False, type=click.Path(dir_okay=False)),
-        click.option("--submission", default="submission.py", show_default=True,
+        click.option("--submission", default="submission.py", show_default=True, metavar="FILE",
                      help="The submission file to evaluate."),
-        click.option("--task", "task_dir", default=None,
+        click.option("--task", "task_dir", default=None, metavar="DIR",
                      help="Task folder with task.yml (default: the folder of eval.py)."),
         click.option("--set", "case_set", type=click.Choice(("tests", "benchmarks", "robustness")), default=None,
-                     help="Which cases of task.yml to run when no SPECFILE is given."),
-        click.option("--only", default=None, help="Comma-separated case numbers to run, e.g. 0,3."),
-        click.option("--seed", type=int, default=None, help="A secret seed to combine with each case's seed, "
+                     help="Which cases of task.yml to run when no SPECFILE is given (default: tests for test and "
+                     "diagnose, benchmarks for benchmark, leaderboard and profile)."),
+        click.option("--only", default=None, metavar="N,N,...", help="Comma-separated case numbers to run, e.g. "
+                     "0,3."),
+        click.option("--seed", type=int, default=None, metavar="INTEGER", help="A secret seed to combine with each case's seed, "
                      "as in the competition's private runs."),
-        click.option("--json", "json_path", default=None, help="Also write the results to this JSON file."),
-        click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per case before "
-                     "the submission is killed (its first case includes any JIT compile)."),
+        click.option("--json", "json_path", default=None, type=click.Path(), metavar="FILE",
+                     help="Also write the results to this JSON file (rewritten after every case)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="Seconds each request to the submission may take before it is killed as a hang "
+                     "(default: fitted to the case: 30 s plus 2 s per MiB of inputs per call on the CPU, 0.05 s on "
+                     "a GPU, or 20 times the case's slowest call so far; 300 s more for a first call that may "
+                     "build a CUDA extension)."),
+        click.option("--keep-going", is_flag=True, help="Run every case after a hang too (default: the cases "
+                     "after a hang are not run: the same kernel hangs the same way)."),
         click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
                      "(needed to rank when the evaluator is not root; never for untrusted code)."),
         click.option("--quiet", "-q", is_flag=True, help="No live progress on stderr."),
-        click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
+        click.option("--report", "report_path", default=None, type=click.Path(), metavar="FILE",
                      help="Also write a self-contained HTML report (verdicts, diagnoses, error heatmaps, timing "
                      "pictures) to this file."),
-        click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+        click.option("--plots", "plots_dir", default=None, type=click.Path(), metavar="DIR",
                      help="Also write the report's pictures as PNG files into this folder."),
 )
 
@@ -99,7 +134,28 @@ timing_options = with_options(    # the verbs that time
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+HELP_EPILOG = """\b
+Exit codes:
+  0    every case passed (and every requested file was written)
+  112  a case failed, or a requested file could not be written
+  113  a bad spec file or task.yml, or a case too big for its rules or this machine's memory
+  2    a usage error (an unknown option, a missing file, an unwritable output path)
+  128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); the finished cases are still reported
+
+\b
+SPECFILE: one case per line, `key: value` pairs joined by `;`, as the competition writes them:
+  m: 128; n: 256; k: 256; l: 1; seed: 1111
+  values are integers, words, or lists of integers (`m: [96, 128]; g: 2`); blank lines are skipped;
+  the keys and their bounds are the task's (task.yml `case_rules`); UTF-8 text.
+
+\b
+Default cases without SPECFILE: test and diagnose run task.yml's `tests`; benchmark, leaderboard and profile
+its `benchmarks`; --set picks another list (robustness: data the official distributions never produce).
+"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+             epilog=HELP_EPILOG)
 def cli():
     """Evaluate an NVFP4 submission. With POPCORN_FD set, speaks the competition's protocol."""
 
@@ -110,23 +166,23 @@ emulation_option = click.option(
          "software (correctness only; never timed).")
 
 
-@cli.command()
+@cli.command(short_help="Check the submission against the reference (default: task.yml's tests).")
 @case_options
 @emulation_option
 def test(**options):
-    """Check the submission against the reference on the test cases (or SPECFILE's)."""
+    """Check the submission against the reference on task.yml's `tests` (or SPECFILE's cases, or --set's)."""
     evaluate("test", **options)
 
 
-@cli.command()
+@cli.command(short_help="Check once, then time each case (default: task.yml's benchmarks).")
 @case_options
 @timing_options
 def benchmark(**options):
-    """Check once, then time each benchmark case (or SPECFILE's)."""
+    """Check once, then time each of task.yml's `benchmarks` (or SPECFILE's cases, or --set's)."""
     evaluate("benchmark", **options)
 
 
-@cli.command()
+@cli.command(short_help="A ranked benchmark: every output checked, stops at the first failure.")
 @case_options
 @timing_options
 def leaderboard(**options):
@@ -134,24 +190,28 @@ def leaderboard(**options):
     evaluate("leaderboard", **options)
 
 
-@cli.command()
+@cli.command(short_help="One call per case under the PyTorch profiler (default: the benchmarks).")
 @case_options
 def profile(**options):
     """One call per case under the PyTorch profiler; prints its table."""
     evaluate("profile", **options)
 
 
-@cli.command()
+@cli.command(short_help="Why a submission is wrong: structured probes of its first failing case.")
 @case_options
 @emulation_option
 def diagnose(**options):
-    """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol)."""
+    """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol).
+    Without SPECFILE or --only it first runs `test` on --set's cases (default: tests) and probes the first
+    that fails, saying which; if every one passes, a small probe case."""
     evaluate("diagnose", **options)
 
 
-@cli.command("compile")
-@click.option("--submission", default="submission.py", show_default=True, help="The submission file to build.")
-@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@cli.command("compile", short_help="Build the submission's CUDA sources with nvcc (no GPU needed).")
+@click.option("--submission", default="submission.py", show_default=True, metavar="FILE",
+              help="The submission file to build.")
+@click.option("--task", "task_dir", default=None, metavar="DIR",
+              help="Task folder with task.yml (default: the folder of eval.py).")
 @click.option("--arch", "archs", multiple=True, type=click.Choice(("sm_90a", "sm_100a")),
               help="The target(s) to build for (default both).")
 @click.option("--expect", type=click.Choice(("mma", "none"), case_sensitive=False), default=None,
@@ -167,19 +227,20 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
     sys.exit(compile_mode(submission, archs or ("sm_90a", "sm_100a"), expect, task_dir))
 
 
-@cli.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--task", "task_dir", default=None, help="Task folder with task.yml (default: the folder of eval.py).")
+@cli.command(short_help="Evaluate many submissions in parallel on Ray (one GPU each).")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--task", "task_dir", default=None, metavar="DIR",
+              help="Task folder with task.yml (default: the folder of eval.py).")
 @click.option("--mode", type=click.Choice(("test", "benchmark", "leaderboard")), default="test", show_default=True,
               help="What every submission gets: exactly the single `eval.py MODE` run.")
 @click.option("--spec", "specfile", default=None, type=click.Path(dir_okay=False),
               help="A spec file of cases for every submission (default: the task's cases for the mode).")
-@click.option("--jsonl", default="batch.jsonl", show_default=True, help="Rows stream here, one per submission; "
+@click.option("--jsonl", default="batch.jsonl", show_default=True, metavar="FILE", help="Rows stream here, one per submission; "
               "a row already there for the same content, task, mode and cases is not evaluated again.")
-@click.option("--address", default=None, help="A Ray cluster to use (default: start one on this machine, over "
+@click.option("--address", default=None, metavar="HOST:PORT", help="A Ray cluster to use (default: start one on this machine, over "
               "all its GPUs, or its cores without a GPU).")
-@click.option("--timeout", type=float, default=180.0, show_default=True,
-              help="Seconds per case before a submission is stopped, as in a single run.")
+@click.option("--timeout", type=float, default=180.0, show_default=True, metavar="SECONDS",
+              help="Seconds each request to a submission may take before it is stopped, as in a single run.")
 @click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the ranking as a self-contained HTML file.")
 @click.option("--gpus", type=click.IntRange(min=0), default=None,
@@ -219,7 +280,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
                      mode=mode, spec_text=spec_text,
                      cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
                      else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
-    check_output_folders((report_path, "report"), (jsonl, "JSONL file"))
+    check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
         code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
@@ -240,7 +301,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 
 def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
              quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None,
-             emulate_blackwell=False):
+             emulate_blackwell=False, keep_going=False):
     """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.evaluation import EmulationUnavailable, run_mode
     from arena.specs import apply_secret_seed
@@ -260,67 +321,129 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
         indexed = [(i, c) for i, c in indexed if i in wanted]
         if not indexed:
             fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
+    check_memory(task, indexed)
     apply_secret_seed([c for _, c in indexed], secret)
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+    check_output_paths((json_path, "JSON file", False), (report_path, "report", False),
+                       (plots_dir, "plots folder", True))
 
-    if mode == "diagnose":      # probes for people: no POPCORN protocol; one small default case unless chosen
+    if mode == "diagnose":      # probes for people: no POPCORN protocol; the first failing case unless chosen
         if popcorn_fd is not None:
             fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
-        if not specfile and not only and task.name == "nvfp4_gemm":
-            from arena.diagnose import DEFAULT_PROBE_CASE
-            from arena.specs import Case, format_spec
-            indexed = [(0, Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE)))]
-        elif not specfile and not only:
-            indexed = indexed[:1]         # other tasks: their first test case
+        if not specfile and not only:
+            indexed = diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set or "tests")
     from arena import static_checks
     from arena.progress import Progress
     static = static_checks.scan(submission)
-    check_output_folders((report_path, "report"), (plots_dir, "plots folder"))
+
+    def record(finished):       # after every case: a stopped or killed run keeps what it finished
+        if json_path:
+            from arena import report
+            try:
+                report.write_json(json_path, mode, task.name, submission, finished, None, None, len(indexed))
+            except OSError as error:
+                click.echo(f"warning: cannot write {json_path}: {error.strerror}", err=True)
     try:
         results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
                                           sandboxed=not no_sandbox, timing_method=timing_method,
                                           progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir),
-                                          emulate_blackwell=emulate_blackwell)
+                                          emulate_blackwell=emulate_blackwell, keep_going=keep_going,
+                                          on_result=record)
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
     except EmulationUnavailable as error:
         fail_setup(str(error), EXIT_USAGE)
     except sandbox.Terminated as stop:
-        click.echo(f"error: {stop}: the submission's processes were ended, nothing was reported", err=True)
+        click.echo(f"error: {stop} before any case began: the submission's processes were ended", err=True)
         sys.exit(128 + stop.signum)
     except KeyboardInterrupt:
-        click.echo("error: interrupted: the submission's processes were ended, nothing was reported", err=True)
+        click.echo("error: interrupted before any case began: the submission's processes were ended", err=True)
         sys.exit(130)
     finally:
         sandbox.write_import_audit()
+    if info.stopped:
+        _ignore_further_signals()   # the results of the cases that finished get written whole
     from arena import report       # imported by run_mode already (it imports torch: not before the worker starts)
     info.static_warnings = [f.as_dict() for f in static]
     if info.refused:
         click.echo(f"error: {info.refused}", err=True)
     if popcorn_fd is not None:
-        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports))
+        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports, not info.stopped))
         report.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
     else:
         report.render(_console(), mode, results, info, reports)
+    written = True
     if json_path:
-        report.write_json(json_path, mode, task.name, submission, results, info, reports)
-    _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir)
-    sys.exit(EXIT_OK if all(r.passed for r in results) and not info.refused else EXIT_FAILED)
+        try:
+            report.write_json(json_path, mode, task.name, submission, results, info, reports, len(indexed))
+        except OSError as error:
+            click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
+            written = False
+    written = _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir) and written
+    failed = sum(not r.passed for r in results)
+    if info.stopped:
+        click.echo(f"error: {info.stopped}: {len(results)} of {len(indexed)} cases finished and reported, "
+                   f"{info.not_reached} not reached", err=True)
+        sys.exit(128 + info.signal)
+    if info.import_error:
+        click.echo(f"error: {info.import_error}", err=True)
+    elif failed:
+        click.echo(f"error: {failed} of {len(results)} cases failed", err=True)
+    sys.exit(EXIT_OK if not failed and not info.refused and written else EXIT_FAILED)
 
 
-def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir):
-    """--report and --plots: a failure to write one is one line on stderr; the results stand."""
+def _ignore_further_signals():
+    import signal
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set):
+    """The case `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
+    (one case that cannot show the bug would say all is well); if every case passes, the task's small probe
+    case (nvfp4_gemm) or its first case. One line on stderr says which and why."""
+    from arena.evaluation import run_mode
+    from arena.progress import Progress
+    from arena.specs import Case, format_spec
+    progress = Progress(quiet=quiet)
+    progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
+    results, _, info = run_mode("test", task, indexed, submission, timeout, None, None, None,
+                                sandboxed=not no_sandbox, progress=Progress(quiet=True), first_failure=True)
+    progress.close()
+    if info.stopped:
+        fail_setup(f"{info.stopped} while looking for a failing case", 128 + info.signal)
+    failing = next((r for r in results if not r.passed), None)
+    if failing is not None:
+        click.echo(f"diagnose: case {failing.index} of {case_set} fails under test ({failing.error[:160]}): "
+                   "probing it", err=True)
+        return [(i, c) for i, c in indexed if i == failing.index]
+    if task.name == "nvfp4_gemm":
+        from arena.diagnose import DEFAULT_PROBE_CASE
+        case = Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE))
+        click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing the small probe case "
+                   f"({case.spec})", err=True)
+        return [(0, case)]
+    click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[0][0]}",
+               err=True)
+    return indexed[:1]
+
+
+def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
+    """--report and --plots: a failure to write one is one line on stderr (and exit 112); the results stand.
+    Whether all were written."""
     from arena import html_report
     try:
         if report_path:
             html_report.write_report(report_path, mode, task_name, submission, results, info)
             click.echo(f"report: {report_path}", err=True)
         if plots_dir:
-            written = html_report.write_plots(plots_dir, results)
+            written = html_report.write_plots(plots_dir, results, bool(info.machine.get("gpu")))
             click.echo(f"plots: {len(written)} PNG files in {plots_dir}", err=True)
     except OSError as error:
         click.echo(f"error: cannot write the report or plots: {error}", err=True)
+        return False
+    return True
 
 
 def _console():
@@ -344,11 +467,16 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
         except TaskError as error:
             fail_setup(str(error), EXIT_SPEC)
     console = _console()
+    from arena.progress import Progress
+    progress = Progress()
+    progress.announce(f"reading the CUDA sources of {submission}")
     try:
-        builds = compile_submission(submission, archs)
+        builds = compile_submission(submission, archs, step=progress.announce)
     except CompileError as error:
+        progress.close()
         console.print(f"✘ {error}", style="red", markup=False, highlight=False)
         return EXIT_FAILED
+    progress.close()
     return EXIT_OK if report(console, builds, expect.lower() == "mma") else EXIT_FAILED
 
 

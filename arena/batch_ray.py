@@ -8,6 +8,7 @@ import json
 import os
 import time
 
+from arena.progress import PLAIN_EVERY_S
 from arena.batch import (RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one, row_identity,
                          row_key)
 
@@ -95,7 +96,9 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    progress_console.print(f"[batch] starting Ray ({address or 'a local instance'})", highlight=False, markup=False)
     _start_ray(ray, address, gpus)
+    started = time.monotonic()
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -117,7 +120,11 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
         with bar, open(jsonl, "a") as out:
             job = bar.add_task("", total=len(pending))
             while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=PLAIN_EVERY_S)
+                if not done:            # a pipe or a log hears that the batch goes on
+                    progress_console.print(f"[batch] still evaluating {len(pending)} of {len(todo)} "
+                                           f"({time.monotonic() - started:.0f} s)", highlight=False, markup=False)
+                    continue
                 submission = pending.pop(done[0])
                 try:
                     row = ray.get(done[0])

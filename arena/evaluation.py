@@ -8,8 +8,8 @@ import os
 import sys
 import time
 
-from arena import sandbox
-from arena.progress import Silent
+from arena import cleanup, sandbox
+from arena.progress import Silent, extensions_built_by
 
 CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clean_submission.py")
 
@@ -23,8 +23,18 @@ def _one_line(result) -> str:
     if not result.passed:
         return (result.diagnosis or result.error or "failed")[:120]
     if result.stats:
-        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} samples"
+        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} sample{'' if result.stats.runs == 1 else 's'}"
     return ""
+
+
+def _not_run(index, case, import_error, hang):
+    """A case the run did not evaluate: the submission never imported, or an earlier case hung."""
+    from arena.results import CaseResult
+    if import_error:
+        return CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
+                          details=[import_error.traceback] if import_error.traceback else [])
+    return CaseResult(index=index, spec=case.spec, passed=False,
+                      error=f"not run: same hang as case {hang} (--keep-going runs every case)")
 
 
 class EmulationUnavailable(RuntimeError):
@@ -45,9 +55,16 @@ def blackwell_emulation_problem(torch) -> str | None:
 
 
 def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
-             timing_method=None, progress=None, figures=False, emulate_blackwell=False):
+             timing_method=None, progress=None, figures=False, emulate_blackwell=False, keep_going=False,
+             on_result=None, first_failure=False):
+    """Run `mode` on `indexed` cases: (results, reports, RunInfo). `timeout` None: each request's limit fits
+    its case (arena/modes.py auto_timeout). After a hang the other cases are not run (`keep_going` runs them);
+    SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped). `on_result(results)` is
+    called after every case, so a caller can write what is finished before the run ends. `first_failure`: stop
+    after the first case that fails (diagnose's search for a case to probe)."""
     sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+    cleanup.note_bystanders()               # processes below us before the run are not ours to end
     hardening = sandbox.harden_parent(sandboxed)
     if popcorn_fd is not None:
         os.set_inheritable(int(popcorn_fd), False)
@@ -60,18 +77,19 @@ def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popco
     early = spawn_worker(os.path.abspath(submission), sandboxed, [str(task.folder)])
     try:
         return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
-                    hardening, early, clock, progress or Silent(), figures, emulate_blackwell)
+                    hardening, early, clock, progress or Silent(), figures, emulate_blackwell, keep_going,
+                    on_result or (lambda results: None), first_failure)
     finally:
         if progress is not None:
             progress.close()
-        sandbox.end_all()                   # every descendant, before any result is written
+        cleanup.end_started()               # what the evaluation started, before any result is written
 
 
 def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
-         early, clock, progress, figures, emulate_blackwell=False):
+         early, clock, progress, figures, emulate_blackwell, keep_going, on_result, first_failure=False):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
-    from arena.results import CaseResult, RunInfo
+    from arena.results import RunInfo
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
@@ -96,15 +114,16 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
                     calls_per_sample=task.competition_calls,
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
     reference = task.import_reference()
-    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout, 300.0),
+    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout or 0, 300.0),
                     sandboxed=sandboxed, spawned=early, emulate_blackwell=emulate_blackwell)
-    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=max(timeout, 300.0),
+    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=max(timeout or 0, 300.0),
                    sandboxed=sandboxed)
     evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures, clean=clean)
+    evaluator.builds = bool(extensions_built_by(submission))
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
+    stopped, import_error, hang = "", None, None
     try:
-        import_error = None
         try:
             worker.start()
         except WorkerFailure as failure:
@@ -112,13 +131,15 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
         wall_s["worker_start"] = round(time.perf_counter() - clock, 3)
         if ranked and sandboxed and worker.isolation is not None and worker.isolation.weak:
             refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
+        if import_error:
+            progress.failed_to_start(str(import_error))
         for index, case in indexed:
+            if import_error or hang is not None:
+                results.append(_not_run(index, case, import_error, hang))
+                on_result(results)
+                continue
             case_clock = time.perf_counter()
             progress.case(index, case.spec, len(indexed), "generating inputs")
-            if import_error:
-                results.append(CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
-                                          details=[import_error.traceback] if import_error.traceback else []))
-                continue
             if mode == "test":
                 results.append(evaluator.test(index, case))
             elif mode == "diagnose":
@@ -131,14 +152,22 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             else:
                 results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
+            on_result(results)              # written before the line says the case is done
             progress.finished(index, results[-1].passed, _one_line(results[-1]))
-            if ranked and not results[-1].passed:
+            if evaluator.take_hang() and not keep_going:
+                hang = index        # the same kernel hangs the same way: the other cases are not waited out
+            if (ranked or first_failure) and not results[-1].passed:
                 break               # as the competition: a ranked run stops at the first failure
         evaluator.finish()                  # late writes to outputs already checked
+    except (KeyboardInterrupt, sandbox.Terminated) as stop:
+        stopped = str(stop) if isinstance(stop, sandbox.Terminated) else "interrupted (SIGINT)"
+        signum = getattr(stop, "signum", 2)
     finally:
         worker.stop()
         clean.stop()
     info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - clock, 3)},
                    integrity={"parent": hardening, "worker": worker.hardening}, notices=worker.notices,
-                   refused=refused)
+                   refused=refused, stopped=stopped, signal=signum if stopped else 0,
+                   not_reached=len(indexed) - len(results) if stopped else 0,
+                   import_error=str(import_error) if import_error else "")
     return results, reports, info

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 import torch
 
+from arena.glyphs import draw_text, text_width, titled
+
+ERROR_TITLE_LINES, REFERENCE_TITLE_LINES = 3, 2     # the text above a heatmap in --plots (strip_height)
+
 MAX_SIDE = 512
 EXACT = (255, 255, 255)
 WITHIN = (198, 233, 198)
@@ -66,6 +70,8 @@ class ErrorFigure:
     reference_png: bytes
     max_error: float
     wrong: int
+    error_titled_png: bytes = b""       # the same pictures with a title and legend: readable alone (--plots)
+    reference_titled_png: bytes = b""
 
 
 def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: torch.Tensor | None,
@@ -100,8 +106,14 @@ def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: to
     magnitude = _pool(torch.where(finite_ref, r.abs(), torch.zeros_like(r)), "mean")
     mag_top = float(magnitude.max()) if magnitude.numel() else 0.0
     grey = _ramp((magnitude / mag_top).float() if mag_top > 0 else torch.zeros_like(magnitude).float(), GREYS)
-    return ErrorFigure(label, tuple(out.shape), png(_scaled(image)), png(_scaled(grey)), top,
-                       int(wrong.sum() + nonfinite.sum()))
+    rows, columns = out.shape[0], out.shape[1] if out.dim() > 1 else 1
+    error_lines = [f"{label}: |out - ref|, log scale, {rows} rows x {columns} columns",
+                   f"yellow to dark red: small to largest error ({top:.3g}); white exact;",
+                   "green within tolerance; magenta nan/inf; blue never written"]
+    reference_lines = [f"{label}: |ref|, {rows} rows x {columns} columns", "white 0 to black the largest"]
+    heat, grey = _scaled(image), _scaled(grey)
+    return ErrorFigure(label, tuple(out.shape), png(heat), png(grey), top, int(wrong.sum() + nonfinite.sum()),
+                       png(titled(heat, error_lines)), png(titled(grey, reference_lines)))
 
 
 def _scaled(image: torch.Tensor, least: int = 160) -> torch.Tensor:
@@ -144,8 +156,10 @@ def _as_2d(t: torch.Tensor) -> torch.Tensor:
     return t[:, :, 0] if t.dim() == 3 else t if t.dim() == 2 else t.reshape(t.shape[0], -1)
 
 
-def samples_histogram(samples_ns: list[float], width: int = 480, height: int = 160, bins: int = 48) -> bytes:
-    """Bars of the timed samples' distribution (min at the left edge, max at the right); the mean in red."""
+def samples_histogram(samples_ns: list[float], width: int = 480, height: int = 160, bins: int = 48,
+                      title: str = "timed samples") -> bytes:
+    """Bars of the timed samples' distribution (min at the left edge, max at the right), the mean in red, with
+    a title, both axes labelled (samples per bin; µs per call) and a legend."""
     values = torch.tensor(samples_ns, dtype=torch.float64)
     low, high = float(values.min()), float(values.max())
     edges = max(high - low, 1e-9)
@@ -159,13 +173,28 @@ def samples_histogram(samples_ns: list[float], width: int = 480, height: int = 1
     mean_x = int(round((float(values.mean()) - low) / edges * (bins - 1) * bar + bar / 2))
     image[:, max(0, mean_x - 1):mean_x + 1] = torch.tensor((220, 30, 30), dtype=torch.uint8)
     image[height - 1, :] = 0
-    return png(image)
+    image[:, 0] = 0
+    left, bottom = 56, 34           # room for the y labels and the x labels with the axis name
+    canvas = torch.full((height + bottom, width + left + 8, 3), 255, dtype=torch.uint8)
+    canvas[:height, left:left + width] = image
+    draw_text(canvas, 4, 0, f"{int(counts.max())}")
+    draw_text(canvas, 4, height - 10, "0")
+    draw_text(canvas, 4, height // 2 - 5, "samples")
+    draw_text(canvas, left, height + 4, f"{low / 1e3:.3f}")
+    right = f"{high / 1e3:.3f}"
+    draw_text(canvas, left + width - text_width(right), height + 4, right)
+    axis = "us per call"
+    draw_text(canvas, left + (width - text_width(axis)) // 2, height + 20, axis)
+    return png(titled(canvas, [title, f"n = {len(samples_ns)} samples; red line: the mean, "
+                                      f"{float(values.mean()) / 1e3:.3f} us"]))
 
 
 def sol_bar(mean_us: float, sol_us: float, width: int = 480, height: int = 28) -> bytes:
-    """A bar as long as the share of the speed of light reached (sol / mean), the rest grey."""
+    """A bar as long as the share of the speed of light reached (sol / mean), the rest grey, titled with the
+    share and both times."""
     share = max(0.0, min(1.0, sol_us / mean_us)) if mean_us > 0 else 0.0
     image = torch.full((height, width, 3), 225, dtype=torch.uint8)
     image[:, :max(1, int(round(width * share)))] = torch.tensor((40, 160, 90), dtype=torch.uint8)
     image[0, :], image[-1, :], image[:, 0], image[:, -1] = 0, 0, 0, 0
-    return png(image)
+    return png(titled(image, [f"share of the speed of light: {100 * share:.1f}%",
+                              f"green: sol {sol_us:g} us (b200) / mean {mean_us:.3f} us; full bar = 100%"]))

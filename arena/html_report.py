@@ -58,7 +58,7 @@ def _legend() -> str:
             '</span>wrong: |out − ref|, log scale, small → largest</div>')
 
 
-def _timing_html(r: CaseResult) -> str:
+def _timing_html(r: CaseResult, on_gpu: bool = True) -> str:
     if not r.stats:
         return ""
     s = r.stats
@@ -72,7 +72,10 @@ def _timing_html(r: CaseResult) -> str:
         out += (f'<figure>{_img(figures.samples_histogram(r.samples_ns), "timed samples", "samples")}'
                 f"<figcaption>distribution of the {len(r.samples_ns)} timed samples, {lo:.3f} µs (left edge) to "
                 f"{hi:.3f} µs (right edge); the red line is the mean</figcaption></figure>")
-    if r.sol_us:
+    if r.sol_us and not on_gpu:
+        out += ("<div>no speed-of-light picture: CPU times are not comparable with a B200's speed of light "
+                f"({r.sol_us:g} µs)</div>")
+    elif r.sol_us:
         share = 100.0 * r.sol_us / (s.mean / 1e3)
         out += (f'<figure>{_img(figures.sol_bar(s.mean / 1e3, r.sol_us), "speed of light", "sol")}'
                 f"<figcaption>{share:.1f}% of the speed of light ({r.sol_us:g} µs on a B200, from task.yml)"
@@ -96,7 +99,7 @@ def _error_html(r: CaseResult) -> str:
     return "".join(parts)
 
 
-def _case_html(r: CaseResult) -> str:
+def _case_html(r: CaseResult, on_gpu: bool = True) -> str:
     state = "pass" if r.passed else "fail"
     head = (f'<h2><span class="mark-{state}">{"✔ pass" if r.passed else "✘ FAIL"}</span> case {r.index}: '
             f"{html.escape(r.spec)}</h2>")
@@ -107,7 +110,7 @@ def _case_html(r: CaseResult) -> str:
         body.append(f'<div class="diagnosis"><b>diagnosis:</b> {html.escape(r.diagnosis)}</div>')
     if r.evidence:
         body.append("<pre>" + html.escape("\n".join(str(x) for x in r.evidence)) + "</pre>")
-    body.append(_timing_html(r))
+    body.append(_timing_html(r, on_gpu))
     body.append(_error_html(r))
     if r.warnings:
         body.append("<div><b>warnings:</b><ul>" + "".join(f"<li>{html.escape(str(w))}</li>" for w in r.warnings)
@@ -129,7 +132,7 @@ def render_html(mode: str, task: str, submission: str, results: list[CaseResult]
               f'<div class="verdict" id="verdict">{html.escape(verdict)}</div>')
     if info.refused:
         header += f"<div><b>refused:</b> {html.escape(info.refused)}</div>"
-    cases = "".join(_case_html(r) for r in results)
+    cases = "".join(_case_html(r, bool(machine.get("gpu"))) for r in results)
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>nvfp4-arena {html.escape(mode)}</title>'
             f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>{header}{cases}</body></html>")
 
@@ -139,8 +142,9 @@ def write_report(path: str, mode: str, task: str, submission: str, results: list
         f.write(render_html(mode, task, submission, results, info))
 
 
-def write_plots(folder: str, results: list[CaseResult]) -> list[str]:
-    """The report's pictures as PNG files in `folder`; the paths written."""
+def write_plots(folder: str, results: list[CaseResult], on_gpu: bool = True) -> list[str]:
+    """The report's pictures as PNG files in `folder`; the paths written. Off a GPU no speed-of-light bar: a
+    CPU's time against a B200's speed of light would be an empty bar."""
     os.makedirs(folder, exist_ok=True)
     written = []
 
@@ -151,13 +155,14 @@ def write_plots(folder: str, results: list[CaseResult]) -> list[str]:
         written.append(path)
     for r in results:
         if r.samples_ns:
-            save(f"case{r.index}_samples.png", figures.samples_histogram(r.samples_ns))
-        if r.stats and r.sol_us:
+            save(f"case{r.index}_samples.png",
+                 figures.samples_histogram(r.samples_ns, title=f"case {r.index}: {r.spec}"))
+        if r.stats and r.sol_us and on_gpu:
             save(f"case{r.index}_sol.png", figures.sol_bar(r.stats.mean / 1e3, r.sol_us))
         for f in r.figures:
             label = re.sub(r"[^A-Za-z0-9]+", "_", f.label).strip("_")
-            save(f"case{r.index}_{label}_error.png", f.error_png)
-            save(f"case{r.index}_{label}_reference.png", f.reference_png)
+            save(f"case{r.index}_{label}_error.png", f.error_titled_png or f.error_png)
+            save(f"case{r.index}_{label}_reference.png", f.reference_titled_png or f.reference_png)
     return written
 
 

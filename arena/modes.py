@@ -27,9 +27,27 @@ WALL_CALLS = 5            # sync-to-sync calls per case, to compare with event t
 EMPTY_WINDOWS = 3         # empty timed windows per case under the competition's method (their median counts)
 
 
+AUTO_FLOOR_S = 30.0       # the least a request gets under the default timeout
+AUTO_S_PER_MIB = {"cpu": 2.0, "cuda": 0.05}   # and per MiB of one call's inputs, per call, before any call answered
+AUTO_SEEN_FACTOR = 20     # once a call of the case answered: this many times its time per call
+BUILD_ALLOWANCE_S = 300.0   # a run's first request, where a submission that builds lazily compiles
+
+
+def auto_timeout(device: str, input_bytes: int, calls: int, seen_per_call_s: float | None,
+                 builds: bool = False) -> float:
+    """The default limit for one request to the worker, fitted to the case: a floor, plus (before a call of
+    the case answered) an allowance per MiB of its inputs on this device, or (after) AUTO_SEEN_FACTOR times
+    the slowest time per call seen in the case; plus a build's allowance where one may happen."""
+    if seen_per_call_s is not None:
+        fitted = AUTO_SEEN_FACTOR * seen_per_call_s * calls
+    else:
+        fitted = AUTO_S_PER_MIB.get(device, AUTO_S_PER_MIB["cpu"]) * input_bytes / 2**20 * calls
+    return round(AUTO_FLOOR_S + fitted + (BUILD_ALLOWANCE_S if builds else 0.0), 1)
+
+
 @dataclass
 class Limits:
-    case_timeout: float = 180.0     # s per request to the worker (the first one may include a JIT build)
+    case_timeout: float | None = None   # s per request to the worker; None: auto_timeout fits each request
     max_runs: int = 200             # timed calls per benchmark case
     max_wall: float = 10.0          # s of timing per benchmark case
     check_every: bool = False       # check every timed output (leaderboard), not one per batch
@@ -84,6 +102,26 @@ class Evaluator:
         self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
+        self.builds = False                       # the submission may compile on its first call (auto timeout)
+        self._answered = False                    # a request of the run has been answered
+        self._seen_per_call = None                # the slowest time per call in this case so far (s)
+        self._hung = False                        # a request timed out since take_hang() last looked
+
+    def take_hang(self) -> bool:
+        """Whether a request timed out since the last look (the evaluation stops running cases after one)."""
+        hung, self._hung = self._hung, False
+        return hung
+
+    def new_case(self):
+        self._seen_per_call = None
+
+    def timeout(self, inputs: list, calls: int | None = None) -> float:
+        """Seconds one request may take: --timeout, else fitted to the case (auto_timeout)."""
+        if self.limits.case_timeout is not None:
+            return self.limits.case_timeout
+        calls = calls if calls is not None else max(1, len(inputs))
+        size = data_bytes(inputs[:1]) if inputs else 0
+        return auto_timeout(self.device, size, calls, self._seen_per_call, self.builds and not self._answered)
 
     def _audit(self, labels: list, sent: list, originals: list, outputs: list, result) -> tuple[list, str]:
         """Snapshots of the outputs as they arrived (what gets checked) and the first integrity error."""
@@ -141,11 +179,15 @@ class Evaluator:
     def _call(self, op: str, inputs: list, result, **args) -> Reply:
         """One request to the worker; what it printed and its thread count go to `result`."""
         try:
-            reply = self.worker.request(op, inputs, self.limits.case_timeout, **args)
+            reply = self.worker.request(op, inputs, self.timeout(inputs), **args)
         except WorkerFailure as failure:
+            self._hung = self._hung or failure.hang
             if failure.replace:
                 self.worker.stop()
             raise
+        self._answered = True
+        per_call = reply.elapsed_ns / 1e9 / max(1, len(inputs))
+        self._seen_per_call = max(per_call, self._seen_per_call or 0.0)
         self._note_threads(reply.fields, result)
         if reply.output_text:
             result.output = (result.output + "\n" + reply.output_text).strip()[-sandbox.OUTPUT_CAP:]
@@ -187,6 +229,7 @@ class Evaluator:
         return self.reference.generate_input(**args)
 
     def test(self, index: int, case: Case) -> CaseResult:
+        self.new_case()
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
             data = self.generate(case.args)
@@ -210,6 +253,7 @@ class Evaluator:
         return result
 
     def benchmark(self, index: int, case: Case, sol_us: float | None) -> CaseResult:
+        self.new_case()
         result = CaseResult(index=index, spec=case.spec, passed=False, sol_us=sol_us)
         limits = self.limits
         try:
@@ -279,7 +323,8 @@ class Evaluator:
             # submission could stretch would hide work it defers past its timed window.
             empty_calls = limits.calls_per_sample if together else batch
             self.progress.stage("timing empty windows in a clean worker")
-            empties = [self._clean_worker().request_empty(empty_calls, limits.case_timeout, together=together)
+            empties = [self._clean_worker().request_empty(empty_calls, self.timeout([], empty_calls),
+                                                          together=together)
                        for _ in range(EMPTY_WINDOWS if together else 1)]
             empty_elapsed_ns, empty_ns, empty_samples = empty_baseline(empties)
             result.timing["empty_ns"] = [round(t, 1) for t in empty_samples]
@@ -347,6 +392,7 @@ class Evaluator:
         return not self._late_writes(result)
 
     def profile(self, index: int, case: Case) -> tuple[CaseResult, str]:
+        self.new_case()
         result = CaseResult(index=index, spec=case.spec, passed=False)
         try:
             data = self.generate(case.args)

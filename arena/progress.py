@@ -1,7 +1,8 @@
 """Live progress on stderr while a run works: the worker's start (where a CUDA extension builds), then each
 case's stage (generating, running, checking, diagnosing, timing with runs so far and the running mean ± err),
-then a summary. On a terminal it is one live rich line; otherwise plain lines at each change of stage and every
-PLAIN_EVERY_S seconds while one stage lasts. Never on stdout or POPCORN_FD; `--quiet` turns it off."""
+then a summary. On a terminal it is one live rich line; otherwise (a pipe, a log) plain lines: one for every step
+that lasts over PLAIN_AFTER_S, naming it, then one every PLAIN_EVERY_S seconds while it lasts, and one per finished
+case. Never on stdout or POPCORN_FD; `--quiet` turns it off."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,13 @@ import threading
 import time
 
 PLAIN_EVERY_S = float(os.environ.get("ARENA_PROGRESS_EVERY_S", "15"))   # the plain lines' repeat (tests shorten it)
+PLAIN_AFTER_S = 1.0       # a step shorter than this gets no plain line of its own
+TICK_S = 0.2              # how often the plain ticker looks
+
+
+def gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU device node (checked without importing torch)."""
+    return any(os.path.exists(node) for node in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg"))
 
 
 def extensions_built_by(submission_path: str) -> list[str]:
@@ -34,6 +42,8 @@ class Progress:
         self.live = self.stream.isatty() if live is None else live
         self.text, self.started, self.case_started = "", time.perf_counter(), None
         self.stage_started = time.perf_counter()
+        self.step = ""           # the step the text names (timing updates keep it); plain lines follow steps
+        self.shown_step, self.shown_at = None, 0.0    # the step last printed in plain mode, and when
         self._lock = threading.Lock()
         self._live = None
         self._stop = threading.Event()
@@ -50,28 +60,38 @@ class Progress:
     # ---- the run's phases --------------------------------------------------------------------------
 
     def starting(self, submission_path: str):
-        names = extensions_built_by(submission_path)
+        names = extensions_built_by(submission_path) if gpu_present() else []
         building = f": building CUDA extension {', '.join(names)} (nvcc; cached after the first build)" if names else ""
         # a submission that builds on its first call (a lazy load_inline) builds during case 0's first call
         self.first_call_note = f" (the first call may build {', '.join(names)} first)" if names else ""
         self._stage(f"starting the worker, importing {submission_path.rsplit('/', 1)[-1]}{building}")
+
+    def announce(self, text: str):
+        """A step outside any case (a build of `eval.py compile`, a batch's phase)."""
+        self._stage(text)
+
+    def failed_to_start(self, error: str):
+        """The submission did not import: the run's one line about it (no case runs)."""
+        self._stage("")
+        self._print(f"the submission did not import: {error}")
 
     def case(self, index: int, spec: str, total: int, stage: str):
         self.case_label = f"case {index} ({len(self.done) + 1}/{total}) {spec[:60]}"
         self._stage(f"{self.case_label}: {stage}")
 
     def stage(self, stage: str):
-        """A step inside the case: shown live; in plain lines only by the ticker when it lasts."""
+        """A step inside the case."""
         if stage.startswith("running") and self.first_call_note:
             stage, self.first_call_note = stage + self.first_call_note, ""
-        self._stage(f"{self.case_label}: {stage}", quiet_change=True)
+        self._stage(f"{self.case_label}: {stage}")
 
     def timing(self, runs: int, mean_ns: float | None, err_ns: float | None):
         figure = f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs" if mean_ns is not None and err_ns is not None else ""
-        self._stage(f"{self.case_label}: timing, {runs} samples{figure}", keep_clock=True, quiet_change=True)
+        self._stage(f"{self.case_label}: timing, {runs} sample{'' if runs == 1 else 's'}{figure}", step=f"{self.case_label}: timing")
 
     def finished(self, index: int, passed: bool, summary: str):
         self.done.append((index, passed))
+        self._stage("")
         self._print(f"case {index}: {'pass' if passed else 'FAIL'}{': ' + summary if summary else ''}")
 
     def close(self):
@@ -88,18 +108,19 @@ class Progress:
 
     # ---- output ------------------------------------------------------------------------------------
 
-    def _stage(self, text: str, keep_clock: bool = False, quiet_change: bool = False):
+    def _stage(self, text: str, step: str | None = None):
+        """Now doing `text`; `step` names it when the text changes within one step (timing's running count)."""
         if self.quiet:
             return
+        step = text if step is None else step
         with self._lock:
-            changed = text != self.text
             self.text = text
-            if not keep_clock and changed:
-                self.stage_started = time.perf_counter()
+            if step != self.step:
+                self.step, self.stage_started = step, time.perf_counter()
         if self.live:
-            self._ensure_live()
-        elif changed and not quiet_change:
-            self._write(text)
+            if text:
+                self._ensure_live()
+        else:
             self._ensure_ticker()
 
     def _line(self):
@@ -120,18 +141,28 @@ class Progress:
             self._live.start()
 
     def _ensure_ticker(self):
-        """Plain output: repeat the current stage with its elapsed time while it lasts (a long build or timing)."""
+        """Plain output: a line for each step that lasts over PLAIN_AFTER_S, then one every PLAIN_EVERY_S."""
         if self._ticker is not None:
             return
 
         def tick():
-            while not self._stop.wait(PLAIN_EVERY_S):
-                with self._lock:
-                    text, elapsed = self.text, time.perf_counter() - self.stage_started
-                if elapsed >= PLAIN_EVERY_S:
-                    self._write(f"{text} ({elapsed:.0f} s)")
+            while not self._stop.wait(TICK_S):
+                self.plain_tick()
         self._ticker = threading.Thread(target=tick, name="arena-progress", daemon=True)
         self._ticker.start()
+
+    def plain_tick(self, now: float | None = None):
+        """Print the current step if it is due (the ticker calls this; tests may call it directly)."""
+        now = time.perf_counter() if now is None else now
+        with self._lock:
+            text, step, elapsed = self.text, self.step, now - self.stage_started
+            if not text or elapsed < PLAIN_AFTER_S:
+                return
+            new = step != self.shown_step
+            if not new and now - self.shown_at < PLAIN_EVERY_S:
+                return
+            self.shown_step, self.shown_at = step, now
+        self._write(text if new and elapsed < PLAIN_EVERY_S else f"{text} ({elapsed:.0f} s)")
 
     def _print(self, text: str):
         if self.quiet:

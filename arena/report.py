@@ -17,8 +17,10 @@ from arena.results import CaseResult, RunInfo, geomean_us
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
 
-def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = None) -> list[tuple[str, str]]:
-    """Exactly the keys the official evaluators write, in their order; times in ns."""
+def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = None,
+                  complete: bool = True) -> list[tuple[str, str]]:
+    """Exactly the keys the official evaluators write, in their order; times in ns. A run that was stopped
+    (`complete` false) writes the cases it finished and `check: fail`."""
     lines = []
     if mode == "test":
         lines.append(("test-count", str(len(results))))
@@ -47,7 +49,7 @@ def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = N
                     lines.append((f"benchmark.{r.index}.untrusted", _one_line(r.untrusted)))
             else:
                 lines += [(f"benchmark.{r.index}.status", "fail"), (f"benchmark.{r.index}.error", _one_line(r.error))]
-    passed = all(r.passed for r in results)
+    passed = complete and all(r.passed for r in results)
     lines.append(("check", "pass" if passed else "fail"))
     return lines
 
@@ -88,11 +90,17 @@ def _driver_version() -> str | None:
 
 # ---- JSON --------------------------------------------------------------------------------------------
 
-def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo,
-               reports: dict | None = None):
-    doc = {"mode": mode, "task": task, "submission": submission, "system": info.system_json(),
-           "passed": all(r.passed for r in results), "cases": [r.as_dict() for r in results],
-           "static_warnings": info.static_warnings, "integrity": info.integrity}
+def json_doc(mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo | None,
+             reports: dict | None = None, cases_total: int | None = None) -> dict:
+    """The --json document. `info` None: the run is still going (written after each case, `complete` false)."""
+    total = len(results) if cases_total is None else cases_total
+    doc = {"mode": mode, "task": task, "submission": submission,
+           "complete": info is not None and not info.stopped,
+           "cases_total": total, "cases_finished": len(results),
+           "system": info.system_json() if info else None,
+           "passed": bool(results) and all(r.passed for r in results) and len(results) == total,
+           "cases": [r.as_dict() for r in results],
+           "static_warnings": info.static_warnings if info else [], "integrity": info.integrity if info else None}
     if mode in ("benchmark", "leaderboard"):
         doc["geomean_us"] = geomean_us(results)
         doc["units"] = {"cases[].stats": "ns per call (as the competition's benchmark.N.* keys)",
@@ -100,8 +108,13 @@ def write_json(path: str, mode: str, task: str, submission: str, results: list[C
                         "cases[].timing.harness_s": "s", "system.wall_s": "s"}
     if reports:
         doc["profiles"] = {str(k): v for k, v in reports.items()}
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=2, default=str)
+    return doc
+
+
+def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo | None,
+               reports: dict | None = None, cases_total: int | None = None):
+    from arena.outputs import write_json_atomically
+    write_json_atomically(path, json_doc(mode, task, submission, results, info, reports, cases_total))
 
 
 # ---- the terminal ------------------------------------------------------------------------------------
@@ -151,6 +164,8 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
     gpu = f"{machine['gpu']} ({machine['capability']}, {machine['sms']} SMs, L2 {machine['l2_mb']} MB), driver " \
           f"{machine.get('driver') or '?'}, CUDA {machine.get('cuda')}" if machine.get("gpu") else "CPU only"
     console.print(f"[dim]{gpu}; torch {machine['torch']}; Python {machine['python']}[/dim]")
+    if info.import_error:
+        return render_import_error(console, results, info)
     if mode == "diagnose":
         render_diagnose_report(console, results, reports)
         render_worker_output(console, results)     # an emulated kernel's lint warnings come on its stderr
@@ -215,6 +230,19 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
     passed = sum(r.passed for r in results)
     colour = "green" if passed == len(results) else "red"
     console.print(f"[{colour}]{passed} of {len(results)} cases passed[/{colour}]")
+
+
+def render_import_error(console, results: list[CaseResult], info: RunInfo):
+    """A submission that did not import: one line for the run, its own traceback once."""
+    console.print(f"✘ none of the {len(results)} cases ran: {info.import_error}", style="red", markup=False,
+                  highlight=False)
+    details = next((r.details for r in results if r.details), [])
+    for line in details[:1]:
+        for part in line.splitlines()[-40:]:
+            console.print(f"    {part}", markup=False, highlight=False)
+    render_worker_output(console, results[:1])
+    render_integrity(console, "test", [], info)
+    console.print(f"[red]0 of {len(results)} cases passed[/red]")
 
 
 def render_worker_output(console, results: list[CaseResult], lines: int = 20):

@@ -45,10 +45,15 @@ class RunInfo:
     notices: list = field(default_factory=list)      # what the worker noticed (one line each)
     refused: str | None = None                       # why the run was refused, if it was
     static_warnings: list = field(default_factory=list)   # static_checks findings, as dicts
+    stopped: str = ""                                # why the run ended early ("stopped by SIGTERM"), if it did
+    signal: int = 0                                  # the signal that stopped it (0: none)
+    not_reached: int = 0                             # cases the run never began because it was stopped
+    import_error: str = ""                           # the one line of a submission that did not import
 
     def system_json(self) -> dict:
         """The JSON's `system` object: the machine and the run's own notes."""
-        return {**self.machine, "notices": self.notices, "refused": self.refused, "wall_s": self.wall_s}
+        return {**self.machine, "notices": self.notices, "refused": self.refused, "wall_s": self.wall_s,
+                "stopped": self.stopped, "not_reached": self.not_reached}
 
 
 def geomean_us(results: list[CaseResult]) -> float | None:

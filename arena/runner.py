@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import channel, sandbox, tensorwire
+from arena import channel, cleanup, sandbox, tensorwire
+from arena.memory import oom_kills
 from arena.nested import copy_storages
 from arena.profile_table import ProfileError, build_table
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
@@ -25,10 +26,38 @@ from arena.spawn import Spawned, spawn_worker
 class WorkerFailure(RuntimeError):
     """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
 
-    def __init__(self, message: str, replace: bool = False, traceback: str = ""):
+    def __init__(self, message: str, replace: bool = False, traceback: str = "", hang: bool = False):
         super().__init__(sandbox.clean_text(message, 600).replace("\n", " "))
         self.replace = replace          # the worker is gone or poisoned: start a new one
         self.traceback = sandbox.clean_text(traceback, 4000)
+        self.hang = hang                # no answer within the time limit
+
+
+_ARENA = os.path.dirname(os.path.abspath(__file__))
+# The harness's own frames: this package (wherever the worker sees it mounted) and importlib's.
+HARNESS_MODULES = tuple(sorted("/arena/" + os.path.relpath(os.path.join(folder, name), _ARENA)
+                               for folder, _, names in os.walk(_ARENA) for name in names if name.endswith(".py")))
+
+
+def submission_traceback(text: str) -> str:
+    """A traceback from the worker without the harness's own frames (arena/, importlib): what the
+    submission's author can act on. Text that is not a traceback comes back as it is."""
+    lines, kept, skipping = str(text).split("\n"), [], False    # only newlines: a \r stays inside its line
+    for line in lines:
+        stripped = line.lstrip()
+        if line.startswith("  File ") or (stripped.startswith("File \"") and line.startswith(" ")):
+            where = stripped[len('File "'):].split('"', 1)[0]
+            skipping = where.startswith("<frozen ") or where.endswith(HARNESS_MODULES)
+            if skipping:
+                continue
+        elif skipping and line.startswith("    "):
+            continue
+        else:
+            skipping = False
+        kept.append(line)
+    if kept and kept[0].startswith("Traceback") and (len(kept) < 2 or not kept[1].startswith("  File ")):
+        kept = kept[1:]                 # nothing of the submission's own left under the header
+    return "\n".join(kept)
 
 
 @dataclass
@@ -65,8 +94,10 @@ class Worker:
     probe_failed: str = ""
     emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
+    oom_before: int | None = None       # the cgroup's out-of-memory kills when this worker started
 
     def start(self):
+        self.oom_before = oom_kills()
         spawned, self.spawned = self.spawned, None
         spawned = spawned or spawn_worker(self.submission, self.sandboxed, [self.task_folder], self.probe_failed)
         self.process, self.sock, self.isolation, self.traps = (spawned.process, spawned.sock, spawned.isolation,
@@ -84,7 +115,8 @@ class Worker:
             text = self.output_text()
             self.stop()
             raise WorkerFailure(reply["error"], replace=True,
-                                traceback="\n".join(x for x in (str(reply.get("traceback", "")), text) if x))
+                                traceback="\n".join(x for x in (submission_traceback(reply.get("traceback", "")), text)
+                                                     if x))
         self._note(reply)
         self.hardening = self.isolation.state
 
@@ -115,11 +147,14 @@ class Worker:
         except (socket.timeout, TimeoutError):
             self.stop()
             raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)",
-                                replace=True) from None
+                                replace=True, hang=True) from None
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
-            raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code)})",
+            # bubblewrap reports a jailed worker killed by a signal as exit code 128 + the signal
+            killed = code in (-signal.SIGKILL, 128 + signal.SIGKILL)
+            oom = killed and self.oom_before is not None and (oom_kills() or 0) > self.oom_before
+            raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code, oom)})",
                                 replace=True, traceback=self.output_text()) from None
         except channel.ChannelError as error:
             self.stop()
@@ -179,7 +214,7 @@ class Worker:
                 self.stop()
             suffix = " (the CUDA context is broken; a new worker takes the next case)" \
                 if reply.get("cuda_broken") else ""
-            trace = "\n".join(x for x in (str(reply.get("traceback", "")), text) if x)
+            trace = "\n".join(x for x in (submission_traceback(reply.get("traceback", "")), text) if x)
             raise WorkerFailure(str(reply["error"]) + suffix, replace=broken, traceback=trace)
         outputs = []
         if "data" in reply:
@@ -235,7 +270,7 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)     # its own session: grandchildren too
             except (ProcessLookupError, PermissionError):
                 pass
-            sandbox.end_all()
+            cleanup.end_started()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -243,7 +278,9 @@ class Worker:
             self.process = None
 
 
-def describe_exit(code) -> str:
+def describe_exit(code, out_of_memory: bool = False) -> str:
+    if out_of_memory:
+        return "killed by the kernel's out-of-memory killer (SIGKILL): the case needs more memory than is free"
     if code is None:
         return "no exit status"
     if code < 0:

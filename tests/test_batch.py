@@ -17,7 +17,8 @@ ray = pytest.importorskip("ray", reason="eval.py batch needs Ray (python3 -m pip
 
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"
 TIMEOUT = "12"          # seconds per case: the hanging submission's verdict comes at this limit
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only"),
+              pytest.mark.slow]     # Ray batches of real evaluations: `pytest -m slow`
 
 # A dozen submissions of ours: correct, broken, cheating, crashing, hanging; and the verdict a single run gives.
 DOZEN = {
@@ -93,7 +94,8 @@ def test_the_ranked_table_and_the_progress_lines(dozen_batch):
     failed_at = [table.find(os.path.basename(p)) for p, ok in DOZEN.items() if not ok]
     assert min(passed_at) > 0 and max(passed_at) < min(failed_at), table     # passing rows ranked first
     progress = [line for line in done.stderr.splitlines() if line.startswith("[batch] ")]
-    assert progress[0].startswith("[batch] 12 submission(s) on ") and "CPU core(s), no GPU" in progress[0]
+    assert progress[0].startswith("[batch] starting Ray (a local instance)"), progress
+    assert progress[1].startswith("[batch] 12 submission(s) on ") and "CPU core(s), no GPU" in progress[1]
     assert sum(1 for line in progress if "/12 " in line) == 12, progress
 
 

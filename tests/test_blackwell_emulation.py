@@ -20,6 +20,8 @@ from arena.blackwell import ptx_rewrite, runtime, toolchain
 from arena.blackwell.ptx_rewrite import CannotEmulate, rewrite
 from arena.compile import find_tool
 
+pytestmark = pytest.mark.slow     # nvcc builds and real evaluations: `pytest -m slow`
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVERY = os.path.join(ROOT, "tests", "blackwell", "every_tcgen05.cu")
 NVCC = find_tool("nvcc")
@@ -201,6 +203,7 @@ def test_fp4_conversions_and_sm100_tma_spelling_are_rewritten_and_assemble(emula
 LOOK_ALIKE = '''
 import torch
 from torch.utils.cpp_extension import load_inline
+
 COMMON = r"""
 #include <cuda_fp4.h>
 #include <cuda_fp16.h>

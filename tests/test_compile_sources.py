@@ -16,6 +16,8 @@ from arena.compile import find_tool
 from arena.compile import nvcc as compile_nvcc
 from tests.evalrun import ROOT, run_eval
 
+pytestmark = pytest.mark.slow     # nvcc builds: `pytest -m slow`
+
 NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed (CUDA toolkit)")
 GEMV_TASK = f"{ROOT}/tasks/nvfp4_gemv"

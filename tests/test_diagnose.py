@@ -76,6 +76,7 @@ FIRES = [
 ]
 
 
+@pytest.mark.slow          # one evaluation per planted bug: `pytest -m slow`
 @pytest.mark.parametrize("name,args,key,phrase", FIRES, ids=[f[0] for f in FIRES])
 def test_each_broken_submission_gets_its_diagnosis(name, args, key, phrase):
     good, found = run_case(broken(name), args)
@@ -307,6 +308,7 @@ def test_diagnose_mode_prints_the_scale_mapping():
     assert "kernel applied scale of" in stdout
 
 
+@pytest.mark.slow          # diagnose runs every test case of an honest submission first
 def test_diagnose_mode_passes_an_honest_submission_and_refuses_popcorn():
     code, stdout, stderr, _ = eval_py("diagnose", "--submission", os.path.join(ROOT, "submissions", "torch_reference.py"))
     assert code == 0, stderr + stdout
@@ -339,6 +341,7 @@ def test_generated_readers_cover_the_hand_listed_layout_bugs_and_start_from_the_
     assert not any(torch.equal(g, _blocked_offsets(mn, sk, "cpu", "ktile_stride")) for g in generated)
 
 
+@pytest.mark.slow          # three calls at a size that shows the race: `pytest -m slow`
 def test_a_race_is_named_by_the_repeat_probe_and_put_first():
     """Identical inputs, different bits from call to call: the repeat probe names a race and the tiles."""
     repeat = probes("race_fixup")["repeat"]

@@ -20,6 +20,8 @@ from arena.nested import clone_data, copy_storages  # noqa: E402
 from tests.evalrun import run_eval, spec_file  # noqa: E402
 from tests.taskload import task_reference  # noqa: E402
 
+pytestmark = pytest.mark.slow     # real group GEMM evaluations: `pytest -m slow`
+
 SAME_SHAPES = dict(m=[128, 96, 64, 128], n=[256] * 4, k=[256] * 4, g=4, seed=5)
 MIXED = dict(m=[40, 56, 384, 512], n=[512, 384, 256, 128], k=[256] * 4, g=4, seed=1111)
 TAILS = dict(m=[200, 72, 128], n=[256, 128, 384], k=[256, 512, 256], g=3, seed=7)

@@ -45,8 +45,9 @@ def test_each_failure_is_one_clear_line_and_every_case_reports(small_spec, name,
         assert "\n" not in run.keys[f"test.{i}.error"]
 
 
-def test_a_hang_is_killed_at_the_timeout_and_the_next_case_still_runs(small_spec):
-    run = run_eval("test", small_spec, "--submission", submission("hangs.py"), "--timeout", "4", popcorn=True)
+def test_with_keep_going_a_hang_is_killed_at_the_timeout_and_the_next_case_still_runs(small_spec):
+    run = run_eval("test", small_spec, "--submission", submission("hangs.py"), "--timeout", "4", "--keep-going",
+                   popcorn=True)
     assert run.code == 112
     assert "timed out after 4 s" in run.keys["test.0.error"]
     assert "timed out after 4 s" in run.keys["test.1.error"]

@@ -10,6 +10,8 @@ import torch
 from tests.evalrun import ROOT, broken, run_eval, spec_file
 from tests.taskload import task_reference
 
+pytestmark = pytest.mark.slow     # every mode of the fp8_attention task on the CPU: `pytest -m slow`
+
 TASK = os.path.join(ROOT, "tasks", "fp8_attention")
 CASE = "b: 1; h: 2; s: 128; d: 64; causal: 1; seed: 5\n"
 

@@ -10,6 +10,8 @@ import pytest
 from tests.evalrun import ROOT, broken, run_eval, spec_file
 from tests.taskload import task_reference
 
+pytestmark = pytest.mark.slow     # every mode of the nvfp4_moe task on the CPU: `pytest -m slow`
+
 TASK = os.path.join(ROOT, "tasks", "nvfp4_moe")
 CASE = "t: 16; h: 256; i: 128; e: 8; k: 2; seed: 7\n"
 E2M1_GRID = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])

@@ -15,6 +15,8 @@ import yaml
 
 from tests.evalrun import ROOT
 
+pytestmark = pytest.mark.slow     # every mode from a flat folder, as the official runner writes it: `pytest -m slow`
+
 TASK_YMLS = {"nvfp4_gemm": Path(ROOT) / "task.yml",
              **{name: Path(ROOT) / "tasks" / name / "task.yml"
                 for name in ("nvfp4_gemv", "nvfp4_dual_gemm", "nvfp4_group_gemm", "fp8_attention", "nvfp4_moe")}}

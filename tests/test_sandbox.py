@@ -18,7 +18,8 @@ from tests.evalrun import GOOD, ROOT, run_eval, spec_file
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"
 FAST = ("--max-runs", "8", "--max-time", "2")
 SECRET = "987654321"
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only"),
+              pytest.mark.slow]     # real evaluations under the sandbox: `pytest -m slow`
 
 
 def exploit(name: str) -> str:

@@ -16,6 +16,8 @@ import pytest
 
 from arena.compile import find_tool
 
+pytestmark = pytest.mark.slow     # nvcc builds: `pytest -m slow`
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KDIR = os.path.join(ROOT, "kernels", "sm100")
 NVCC = find_tool("nvcc")

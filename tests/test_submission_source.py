@@ -12,6 +12,8 @@ import torch
 
 from arena.compile import find_tool
 
+pytestmark = pytest.mark.slow     # real evaluations of submission sources: `pytest -m slow`
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUBMISSION = os.path.join(ROOT, "submission.py")
 

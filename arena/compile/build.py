@@ -107,8 +107,9 @@ def parse_ptxas(log: str) -> list[KernelUsage]:
     return kernels
 
 
-def compile_submission(path: str, archs) -> list[Build]:
-    """One Build per source and arch: built, failed, or not targeted (not built: the source is not for it)."""
+def compile_submission(path: str, archs, step=None) -> list[Build]:
+    """One Build per source and arch: built, failed, or not targeted (not built: the source is not for it).
+    `step(text)`, if given, hears each build as it begins (eval.py's progress)."""
     if isinstance(archs, str):
         archs = [archs]
     sources = find_sources(path)
@@ -118,5 +119,7 @@ def compile_submission(path: str, archs) -> list[Build]:
             if source.targets is not None and arch.split()[0] not in source.targets:
                 builds.append(Build(source.name, arch, NOT_TARGETED, error=f"targets {', '.join(source.targets)}"))
             else:
+                if step is not None:
+                    step(f"building {source.name} for {arch} with nvcc")
                 builds.append(build(source, arch))
     return builds
