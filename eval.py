@@ -7,6 +7,7 @@ cases from task.yml (or SPECFILE) and prints a readable report.
 """
 import os
 import sys
+from dataclasses import replace
 
 import click
 
@@ -171,7 +172,7 @@ emulation_option = click.option(
 @emulation_option
 def test(**options):
     """Check the submission against the reference on task.yml's `tests` (or SPECFILE's cases, or --set's)."""
-    evaluate("test", **options)
+    evaluate("test", options)
 
 
 @cli.command(short_help="Check once, then time each case (default: task.yml's benchmarks).")
@@ -179,7 +180,7 @@ def test(**options):
 @timing_options
 def benchmark(**options):
     """Check once, then time each of task.yml's `benchmarks` (or SPECFILE's cases, or --set's)."""
-    evaluate("benchmark", **options)
+    evaluate("benchmark", options)
 
 
 @cli.command(short_help="A ranked benchmark: every output checked, stops at the first failure.")
@@ -187,14 +188,14 @@ def benchmark(**options):
 @timing_options
 def leaderboard(**options):
     """A ranked benchmark: every timed output checked, stops at the first failure, refuses a weak sandbox."""
-    evaluate("leaderboard", **options)
+    evaluate("leaderboard", options)
 
 
 @cli.command(short_help="One call per case under the PyTorch profiler (default: the benchmarks).")
 @case_options
 def profile(**options):
     """One call per case under the PyTorch profiler; prints its table."""
-    evaluate("profile", **options)
+    evaluate("profile", options)
 
 
 @cli.command(short_help="Why a submission is wrong: structured probes of its first failing case.")
@@ -204,7 +205,7 @@ def diagnose(**options):
     """Why a submission is wrong: probes with structured inputs, in plain words (no POPCORN protocol).
     Without SPECFILE or --only it first runs `test` on --set's cases (default: tests) and probes the first
     that fails, saying which; if every one passes, a small probe case."""
-    evaluate("diagnose", **options)
+    evaluate("diagnose", options)
 
 
 @cli.command("compile", short_help="Build the submission's CUDA sources with nvcc (no GPU needed).")
@@ -299,17 +300,18 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
     return EXIT_FAILED if errors and code == EXIT_OK else code
 
 
-def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_path, timeout, no_sandbox,
-             quiet=False, report_path=None, plots_dir=None, max_runs=None, max_time=None, timing_method=None,
-             emulate_blackwell=False, keep_going=False):
-    """Run `mode` on the chosen cases and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
+def evaluate(mode: str, given: dict):
+    """Run `mode` as the command line `given` asks (click's values): choose the cases, build the run's
+    RunOptions once, run, and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.evaluation import EmulationUnavailable, run_mode
+    from arena.options import RunOptions
     from arena.specs import apply_secret_seed
     from arena.taskdef import TaskError
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
-    secret = _take_secret_seed(seed)
-    task, cases, _ = read_cases(task_dir, specfile, case_set or DEFAULT_SET[mode])
+    secret = _take_secret_seed(given["seed"])
+    specfile, only, case_set = given["specfile"], given["only"], given["case_set"]
+    task, cases, _ = read_cases(given["task_dir"], specfile, case_set or DEFAULT_SET[mode])
     for case in cases:
         case.extra.setdefault("sol_us", task.speed_of_light_us(case.args))
     indexed = list(enumerate(cases))
@@ -323,19 +325,28 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
             fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
     check_memory(task, indexed)
     apply_secret_seed([c for _, c in indexed], secret)
+    submission = given["submission"]
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+    json_path, report_path, plots_dir = given["json_path"], given.get("report_path"), given.get("plots_dir")
     check_output_paths((json_path, "JSON file", False), (report_path, "report", False),
                        (plots_dir, "plots folder", True))
+    options = RunOptions(mode=mode, submission=os.path.abspath(submission), cases=tuple(indexed),
+                         timeout=given["timeout"], max_runs=given.get("max_runs"), max_time=given.get("max_time"),
+                         keep_going=given.get("keep_going", False), timing_method=given.get("timing_method"),
+                         sandboxed=not given["no_sandbox"], popcorn_fd=popcorn_fd,
+                         figures=bool(report_path or plots_dir), quiet=given.get("quiet", False),
+                         emulate_blackwell=given.get("emulate_blackwell", False))
 
     if mode == "diagnose":      # probes for people: no POPCORN protocol; the first failing case unless chosen
         if popcorn_fd is not None:
             fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
         if not specfile and not only:
-            indexed = diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set or "tests")
+            options = replace(options, cases=tuple(diagnose_default(task, options, case_set or "tests")))
     from arena import static_checks
-    from arena.progress import Progress
     static = static_checks.scan(submission)
+
+    indexed = list(options.cases)
 
     def record(finished):       # after every case: a stopped or killed run keeps what it finished
         if json_path:
@@ -345,11 +356,7 @@ def evaluate(mode, specfile, submission, task_dir, case_set, only, seed, json_pa
             except OSError as error:
                 click.echo(f"warning: cannot write {json_path}: {error.strerror}", err=True)
     try:
-        results, reports, info = run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd,
-                                          sandboxed=not no_sandbox, timing_method=timing_method,
-                                          progress=Progress(quiet=quiet), figures=bool(report_path or plots_dir),
-                                          emulate_blackwell=emulate_blackwell, keep_going=keep_going,
-                                          on_result=record)
+        results, reports, info = run_mode(task, replace(options, record=record))
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
     except EmulationUnavailable as error:
@@ -399,17 +406,18 @@ def _ignore_further_signals():
         signal.signal(signum, signal.SIG_IGN)
 
 
-def diagnose_default(task, indexed, submission, timeout, no_sandbox, quiet, case_set):
-    """The case `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
+def diagnose_default(task, options, case_set):
+    """The cases `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
     (one case that cannot show the bug would say all is well); if every case passes, the task's small probe
     case (nvfp4_gemm) or its first case. One line on stderr says which and why."""
     from arena.evaluation import run_mode
     from arena.progress import Progress
     from arena.specs import Case, format_spec
-    progress = Progress(quiet=quiet)
+    indexed = list(options.cases)
+    progress = Progress(quiet=options.quiet)
     progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
-    results, _, info = run_mode("test", task, indexed, submission, timeout, None, None, None,
-                                sandboxed=not no_sandbox, progress=Progress(quiet=True), first_failure=True)
+    results, _, info = run_mode(task, replace(options, mode="test", quiet=True, first_failure=True, popcorn_fd=None,
+                                              figures=False))
     progress.close()
     if info.stopped:
         fail_setup(f"{info.stopped} while looking for a failing case", 128 + info.signal)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass, replace
 
 from arena import cleanup, sandbox
-from arena.progress import Silent, extensions_built_by
+from arena.options import RunOptions
+from arena.progress import Progress, extensions_built_by
 
 CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clean_submission.py")
 
@@ -54,39 +56,43 @@ def blackwell_emulation_problem(torch) -> str | None:
     return None
 
 
-def run_mode(mode, task, indexed, submission, timeout, max_runs, max_time, popcorn_fd, sandboxed=True,
-             timing_method=None, progress=None, figures=False, emulate_blackwell=False, keep_going=False,
-             on_result=None, first_failure=False):
-    """Run `mode` on `indexed` cases: (results, reports, RunInfo). `timeout` None: each request's limit fits
-    its case (arena/modes.py auto_timeout). After a hang the other cases are not run (`keep_going` runs them);
-    SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped). `on_result(results)` is
-    called after every case, so a caller can write what is finished before the run ends. `first_failure`: stop
-    after the first case that fails (diagnose's search for a case to probe)."""
-    sandboxed = sandboxed and os.environ.get("POPCORN_NCU") is None and \
+def run_mode(task, options: RunOptions):
+    """Run `options.mode` on `options.cases`: (results, reports, RunInfo). `options.timeout` None: each
+    request's limit fits its case (arena/modes.py auto_timeout). After a hang the other cases are not run
+    (`keep_going` runs them); SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped).
+    `options.record(results)` is called after every case, so the caller can write what is finished before
+    the run ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
+    sandboxed = options.sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+    options = replace(options, sandboxed=sandboxed)
     cleanup.note_bystanders()               # processes below us before the run are not ours to end
-    hardening = sandbox.harden_parent(sandboxed)
-    if popcorn_fd is not None:
-        os.set_inheritable(int(popcorn_fd), False)
-    clock = time.perf_counter()
-    if progress is not None:
-        progress.starting(submission)
+    launch = Launch(hardening=sandbox.harden_parent(sandboxed), clock=time.perf_counter())
+    if options.popcorn_fd is not None:
+        os.set_inheritable(int(options.popcorn_fd), False)
+    progress = Progress(quiet=options.quiet)
+    progress.starting(options.submission)
     # The worker starts now and imports torch while we do: only our code runs there until the hello
     # names the submission (worker.start() below), after everything the parent will ever run is imported.
     from arena.spawn import spawn_worker
-    early = spawn_worker(os.path.abspath(submission), sandboxed, [str(task.folder)])
+    launch.early = spawn_worker(options.submission, sandboxed, [str(task.folder)])
+    launch.progress = progress
     try:
-        return _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method,
-                    hardening, early, clock, progress or Silent(), figures, emulate_blackwell, keep_going,
-                    on_result or (lambda results: None), first_failure)
+        return _run(task, options, launch)
     finally:
-        if progress is not None:
-            progress.close()
+        progress.close()
         cleanup.end_started()               # what the evaluation started, before any result is written
 
 
-def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed, timing_method, hardening,
-         early, clock, progress, figures, emulate_blackwell, keep_going, on_result, first_failure=False):
+@dataclass
+class Launch:
+    """What run_mode set up before the cases: the parent's hardening, the clock, the worker already starting."""
+    hardening: list
+    clock: float
+    early: object = None                    # arena.spawn.Spawned
+    progress: object = None                 # arena.progress.Progress or Silent
+
+
+def _run(task, options: RunOptions, launch: Launch):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
     from arena.results import RunInfo
@@ -96,30 +102,35 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
     # Everything the parent will ever run is imported (and rendered once) before the submission is: a
     # module loaded later could be one the submission rewrote.
     from arena import diagnose, figures, html_report, report  # noqa: F401
+    mode, progress, record = options.mode, launch.progress, options.record or (lambda results: None)
     report.warm_up(mode)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if emulate_blackwell and blackwell_emulation_problem(torch):
+    if options.emulate_blackwell and blackwell_emulation_problem(torch):
         raise EmulationUnavailable(blackwell_emulation_problem(torch))
     if device == "cpu":
         notice("notice: no CUDA GPU found: running on the CPU (exact emulated reference, wall-clock timing)")
-    ranked = mode == "leaderboard"
-    method = timing_method or ("competition" if device == "cuda" else "per-call")
+    ranked = options.ranked
+    method = options.timing_method or ("competition" if device == "cuda" else "per-call")
     # Seconds of timing per case: a competition sample already averages N calls, so a benchmark stops
     # sooner (a whole benchmark of the shipped kernel in under 20 s on an H100); a ranked run takes longer.
     budget = 30.0 if ranked else (5.0 if method == "competition" and task.competition_calls > 1 else 10.0)
-    limits = Limits(case_timeout=timeout,
+    max_runs = options.max_runs
+    limits = Limits(case_timeout=options.timeout,
                     max_runs=max_runs or (1000 if ranked else 200) // (1 if device == "cuda" else 10),
-                    max_wall=max_time or budget / (1 if device == "cuda" else 5),
+                    max_wall=options.max_time or budget / (1 if device == "cuda" else 5),
                     check_every=ranked, method=method,
                     calls_per_sample=task.competition_calls,
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS)
     reference = task.import_reference()
-    worker = Worker(os.path.abspath(submission), str(task.folder), device, import_timeout=max(timeout or 0, 300.0),
-                    sandboxed=sandboxed, spawned=early, emulate_blackwell=emulate_blackwell)
-    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=max(timeout or 0, 300.0),
-                   sandboxed=sandboxed)
-    evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=figures, clean=clean)
-    evaluator.builds = bool(extensions_built_by(submission))
+    import_timeout = max(options.timeout or 0, 300.0)
+    worker = Worker(options.submission, str(task.folder), device, import_timeout=import_timeout,
+                    sandboxed=options.sandboxed, spawned=launch.early, emulate_blackwell=options.emulate_blackwell)
+    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=import_timeout,
+                   sandboxed=options.sandboxed)
+    evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=options.figures,
+                          clean=clean)
+    evaluator.builds = bool(extensions_built_by(options.submission))
+    indexed = list(options.cases)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
     stopped, import_error, hang = "", None, None
@@ -128,15 +139,15 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             worker.start()
         except WorkerFailure as failure:
             import_error = failure
-        wall_s["worker_start"] = round(time.perf_counter() - clock, 3)
-        if ranked and sandboxed and worker.isolation is not None and worker.isolation.weak:
+        wall_s["worker_start"] = round(time.perf_counter() - launch.clock, 3)
+        if ranked and options.sandboxed and worker.isolation is not None and worker.isolation.weak:
             refused = f"not ranked: {worker.isolation.weak} (pass --no-sandbox to rank anyway, knowingly)"
         if import_error:
             progress.failed_to_start(str(import_error))
         for index, case in indexed:
             if import_error or hang is not None:
                 results.append(_not_run(index, case, import_error, hang))
-                on_result(results)
+                record(results)
                 continue
             case_clock = time.perf_counter()
             progress.case(index, case.spec, len(indexed), "generating inputs")
@@ -152,11 +163,11 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
             else:
                 results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
-            on_result(results)              # written before the line says the case is done
+            record(results)                 # written before the line says the case is done
             progress.finished(index, results[-1].passed, _one_line(results[-1]))
-            if evaluator.take_hang() and not keep_going:
+            if evaluator.take_hang() and not options.keep_going:
                 hang = index        # the same kernel hangs the same way: the other cases are not waited out
-            if (ranked or first_failure) and not results[-1].passed:
+            if (ranked or options.first_failure) and not results[-1].passed:
                 break               # as the competition: a ranked run stops at the first failure
         evaluator.finish()                  # late writes to outputs already checked
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
@@ -165,8 +176,8 @@ def _run(mode, task, indexed, submission, timeout, max_runs, max_time, sandboxed
     finally:
         worker.stop()
         clean.stop()
-    info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - clock, 3)},
-                   integrity={"parent": hardening, "worker": worker.hardening}, notices=worker.notices,
+    info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - launch.clock, 3)},
+                   integrity={"parent": launch.hardening, "worker": worker.hardening}, notices=worker.notices,
                    refused=refused, stopped=stopped, signal=signum if stopped else 0,
                    not_reached=len(indexed) - len(results) if stopped else 0,
                    import_error=str(import_error) if import_error else "")
