@@ -151,9 +151,7 @@ class Worker:
         except (EOFError, OSError, ConnectionError):
             code = self._exit_code()
             self.stop()
-            # bubblewrap reports a jailed worker killed by a signal as exit code 128 + the signal
-            killed = code in (-signal.SIGKILL, 128 + signal.SIGKILL)
-            oom = killed and self.oom_before is not None and (oom_kills() or 0) > self.oom_before
+            oom = code == -signal.SIGKILL and self.oom_before is not None and (oom_kills() or 0) > self.oom_before
             raise WorkerFailure(f"the submission's process died while {doing} ({describe_exit(code, oom)})",
                                 replace=True, traceback=self.output_text()) from None
         except channel.ChannelError as error:
@@ -166,10 +164,14 @@ class Worker:
         return message, fds
 
     def _exit_code(self):
+        """The worker's exit status as Popen gives it (negative: killed by that signal). bubblewrap ends with
+        128 + N when the jailed worker was killed by signal N: read as that signal."""
         try:
-            return self.process.wait(timeout=5)
+            code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return None
+        jailed = self.isolation is not None and self.isolation.home is not None
+        return -(code - 128) if jailed and code is not None and 128 < code < 128 + 65 else code
 
     def _send_inputs(self, inputs: list) -> tuple[dict, list[int], list]:
         """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent)."""
