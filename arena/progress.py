@@ -115,11 +115,14 @@ class Progress:
         step = text if step is None else step
         with self._lock:
             self.text = text
-            if step != self.step:
+            changed = step != self.step
+            if changed:
                 self.step, self.stage_started = step, time.perf_counter()
         if self.live:
             if text:
                 self._ensure_live()
+                if changed:             # drawn now: a step shorter than a refresh period is still seen
+                    self._live.refresh()
         else:
             self._ensure_ticker()
 
