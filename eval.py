@@ -73,6 +73,16 @@ def check_memory(task, indexed):
                        f"{gib(available)} available", EXIT_SPEC)
 
 
+def check_device(task, case_set: str, specfile):
+    """A case set task.yml marks `gpu_only_sets` (cases whose inputs alone take minutes to make on a CPU)
+    is refused up front without a GPU: one line naming what runs instead."""
+    from arena.progress import gpu_present
+    if specfile or case_set not in (task.config.get("gpu_only_sets") or []) or gpu_present():
+        return
+    fail_setup(f"{task.name}'s {case_set} need a CUDA GPU (their inputs alone take minutes to make on a CPU): "
+               f"on a CPU, use --set tests (or a spec file of smaller cases)", EXIT_SPEC)
+
+
 def check_output_paths(*outputs):
     """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
     from arena.outputs import path_problem
@@ -324,6 +334,7 @@ def evaluate(mode: str, given: dict):
         if not indexed:
             fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
     check_memory(task, indexed)
+    check_device(task, case_set or DEFAULT_SET[mode], specfile)
     apply_secret_seed([c for _, c in indexed], secret)
     submission = given["submission"]
     if not os.path.isfile(submission):

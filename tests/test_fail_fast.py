@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from arena.modes import AUTO_FLOOR_S, auto_timeout
 from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file, submission
 
@@ -222,3 +224,14 @@ def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
         loud = run_eval("test", "--only", "0")
         assert loud.code == 112 and "building CUDA extension" not in loud.stderr, loud.stderr
         assert "arena/worker.py" not in loud.stdout and "needs a CUDA GPU" in loud.stdout
+
+
+@pytest.mark.skipif(any(os.path.exists(n) for n in ("/dev/nvidiactl", "/dev/nvidia0")), reason="a GPU is here")
+@pytest.mark.parametrize("task", ["nvfp4_moe", "fp8_attention"])
+def test_benchmarks_that_need_a_gpu_are_refused_up_front_on_a_cpu(task):
+    """Their inputs alone took minutes (nvfp4_moe) or the out-of-memory killer (fp8_attention) on a CPU."""
+    folder = os.path.join(ROOT, "tasks", task)
+    run = run_eval("benchmark", "--task", folder, "--submission", os.path.join(folder, "torch_submission.py"),
+                   timeout=60)
+    assert run.code == 113 and run.seconds < 30, (run.code, run.seconds, run.stderr[-800:])
+    assert f"{task}'s benchmarks need a CUDA GPU" in run.stderr and "--set tests" in run.stderr, run.stderr
