@@ -254,3 +254,12 @@ def test_a_stale_tile_after_an_empty_expert_is_localised_not_misnamed(reference,
     expected = reference.ref_kernel(tuple(t.clone() for t in data))
     summary, _, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
     assert key == "localised" and "received none" in summary, summary
+
+
+def test_a_profile_that_overflows_fp16_accepts_nothing(reference):
+    """On the uniform probe SiLU·up is about 3e5, past fp16: the fp16 profiles' saturated requantization once
+    made a doubled (unweighted) output look reachable. Twice the right answer must lie outside the envelope."""
+    data = reference.generate_input(t=16, h=256, i=128, e=8, k=2, seed=7, data="uniform")
+    expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
+    assert not bool(reference.moe_envelope.outside(data, expected).any())
+    assert bool(reference.moe_envelope.outside(data, (expected.float() * 2).to(expected.dtype)).all())

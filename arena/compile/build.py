@@ -66,9 +66,8 @@ def build(source: Source, arch: str) -> Build:
         commands.append([cuobjdump, "-sass", cubin])
     tools = [os.path.dirname(os.path.realpath(t)) for t in (nvcc, cuobjdump) if t]
     readable = tools + list(source.includes) + [p[2:] for p in system if p.startswith("-I")]
-    if env:
-        readable += [os.path.dirname(v) for k, v in env.items() if k.startswith(("PYTORCH_NVCC", "ARENA_"))
-                     and os.path.isabs(v)]
+    if env:             # the emulation toolchain's folder (its nvcc shim, the library) and CUDA toolkit
+        readable += [v for k, v in env.items() if k.startswith("NVFP4EMU_") and os.path.isabs(v)]
     done, _ = sandbox.run_jailed(commands, f"compile:{source.text}", {path: source.text}, readable, env)
     compiled = done[0]
     if compiled.returncode != 0:

@@ -119,7 +119,12 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
         for adt in INTERMEDIATE:
             experts = []
             for token, slot, h, eps, w2e in pairs:
-                q, dev = nvfp4_band(*_act_band(h, eps, inter, hdt, adt), g2, SCALE_NOISE)
+                act, low, high = _act_band(h, eps, inter, hdt, adt)
+                q, dev = nvfp4_band(act, low, high, g2, SCALE_NOISE)
+                # A row whose h or act overflows this profile's dtype (fp16 past 65504) has no output in this
+                # profile: its saturated requantization would otherwise be taken for a possible answer.
+                overflow = ~(torch.isfinite(act).all(-1) & torch.isfinite(stored(h, hdt)).all(-1))
+                q = torch.where(overflow[:, None], torch.full_like(q, float("nan")), q)
                 y = q @ w2e.T
                 band = NOISE * (q.abs() @ w2e.abs().T) + dev @ w2e.abs().T
                 experts.append((token, slot, weights[token, slot].to(dtype).unsqueeze(1), y, band))
@@ -148,4 +153,7 @@ def _within(got, experts, ydt, cdt, out_dtype, k: int) -> torch.Tensor:
     center, allowance = center.sum(1), allowance.sum(1)
     low = stored(center - allowance, out_dtype)
     high = stored(center + allowance, out_dtype)
-    return (got >= low) & (got <= high)
+    # A profile whose intermediates overflow (fp16 past 65504) reaches no finite output: an infinite band
+    # there would accept anything.
+    finite = torch.isfinite(center) & torch.isfinite(allowance)
+    return finite & (got >= low) & (got <= high)
