@@ -16,3 +16,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def exploit_dir(tmp_path, monkeypatch):
+    """Where exploits leave their marks: the one folder besides its home the jailed worker may write (its own
+    uid writes there, hence mode 1777)."""
+    folder = tmp_path / "exploit"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    monkeypatch.setenv("ARENA_WORKER_WRITABLE", str(folder))
+    return str(folder)

@@ -33,16 +33,6 @@ def one():
     return spec_file(ONE)
 
 
-@pytest.fixture
-def exploit_dir(tmp_path, monkeypatch):
-    """The one folder besides its home the jailed worker may write (its own uid writes there)."""
-    folder = tmp_path / "exploit"
-    folder.mkdir()
-    folder.chmod(0o1777)
-    monkeypatch.setenv("ARENA_WORKER_WRITABLE", str(folder))
-    return str(folder)
-
-
 def test_a_probe_sees_no_host_process_opens_no_device_and_starts_isolated(one, exploit_dir):
     mark = os.path.join("/dev/shm", f"arena-host-mark-{os.getpid()}")
     open(mark, "w").close()

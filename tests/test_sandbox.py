@@ -36,16 +36,6 @@ def one():
     return spec_file(ONE)
 
 
-@pytest.fixture
-def exploit_dir(tmp_path, monkeypatch):
-    """Where exploits leave their marks: the one folder besides its home the worker may write."""
-    folder = tmp_path / "exploit"
-    folder.mkdir()
-    folder.chmod(0o1777)                           # the jail's own uid writes there
-    monkeypatch.setenv("ARENA_WORKER_WRITABLE", str(folder))
-    return str(folder)
-
-
 def jail_processes(submission: str) -> list[int]:
     """Host pids running as the jail's own uid for `submission` (its worker and whatever it started)."""
     from arena import bubblewrap
