@@ -149,6 +149,16 @@ WRITABLE_ENV = "ARENA_WORKER_WRITABLE"    # folders (os.pathsep-separated) the w
 _jail_checks: dict = {}                    # (bwrap, jailed as another uid) -> '' or why a jail cannot start here
 
 
+def _jail_for(key: str) -> tuple[int | None, str | None, str]:
+    """(the jail's uid for `key`, the bwrap binary, '' or why no jail can start here), the check run once per
+    process for each kind of jail (another uid as root, the caller's uid otherwise)."""
+    uid = bubblewrap.jail_uid(key) if os.geteuid() == 0 else None
+    bwrap = bubblewrap.find_bwrap()
+    if (bwrap, uid is None) not in _jail_checks:
+        _jail_checks[(bwrap, uid is None)] = bubblewrap.check(bwrap, uid)
+    return uid, bwrap, _jail_checks[(bwrap, uid is None)]
+
+
 class Isolation:
     """How the worker is started. `state` is one line for reports; `weak` says why the worker could harm a
     later run or the evaluator (leaderboard refuses to rank then, unless --no-sandbox)."""
@@ -165,14 +175,9 @@ class Isolation:
             self.state, self.weak = "off (not Linux)", "the sandbox (bubblewrap) needs Linux"
             return
         digest = hashlib.sha256(open(submission, "rb").read()).hexdigest()[:24]
-        uid = bubblewrap.jail_uid(digest) if os.geteuid() == 0 else None
-        bwrap = bubblewrap.find_bwrap()
-        key = (bwrap, uid is None)
-        if key not in _jail_checks:
-            _jail_checks[key] = bubblewrap.check(bwrap, uid)
-        if _jail_checks[key]:
-            self.state = f"off: {_jail_checks[key]}"
-            self.weak = f"no sandbox: {_jail_checks[key]}"
+        uid, bwrap, problem = _jail_for(digest)
+        if problem:
+            self.state, self.weak = f"off: {problem}", f"no sandbox: {problem}"
             return
         self.uid, self.bwrap = uid, bwrap
         self.home = _private_home(digest, uid)
@@ -210,12 +215,8 @@ def run_jailed(commands: list[list[str]], key: str, files: dict[str, str], reada
     (name files relative to it) and is removed afterwards. Returns the finished processes (text output; the
     first failure ends the list) and '' or why they ran unjailed. The evaluator reads nothing the commands
     wrote except their stdout and stderr."""
-    uid = bubblewrap.jail_uid(key) if os.geteuid() == 0 else None
-    bwrap = bubblewrap.find_bwrap()
-    check_key = (bwrap, uid is None)
-    if check_key not in _jail_checks:
-        _jail_checks[check_key] = bubblewrap.check(bwrap, uid)
-    problem = _jail_checks[check_key] if sys.platform.startswith("linux") else "the sandbox needs Linux"
+    uid, bwrap, problem = _jail_for(key)
+    problem = problem if sys.platform.startswith("linux") else "the sandbox needs Linux"
     folder = tempfile.mkdtemp(prefix="arena-jail-")
     done = []
     try:
