@@ -76,32 +76,24 @@ static __device__ __forceinline__ unsigned long long emu_now() {
   return t;
 }
 
-static __device__ __noinline__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
-  if (atomicCAS(&__nvfp4emu_state[0], 0u, code) == 0u) {
-    __nvfp4emu_state[1] = site;
-    __nvfp4emu_state[2] = a;
-    __nvfp4emu_state[3] = b;
-    __nvfp4emu_state[4] = blockIdx.x;
-    __nvfp4emu_state[5] = blockIdx.y;
-    __nvfp4emu_state[6] = blockIdx.z;
-    __nvfp4emu_state[7] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+// One record of 8 words from `base`: the first to claim it keeps it (words 0-7: the error; 8-15: the warning).
+static __device__ __noinline__ void emu_record(uint32_t base, uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  if (atomicCAS(&__nvfp4emu_state[base], 0u, code) == 0u) {
+    __nvfp4emu_state[base + 1] = site;
+    __nvfp4emu_state[base + 2] = a;
+    __nvfp4emu_state[base + 3] = b;
+    __nvfp4emu_state[base + 4] = blockIdx.x;
+    __nvfp4emu_state[base + 5] = blockIdx.y;
+    __nvfp4emu_state[base + 6] = blockIdx.z;
+    __nvfp4emu_state[base + 7] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     __threadfence();
   }
 }
 
+static __device__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) { emu_record(0, code, site, a, b); }
+
 // The first warning: words 8-15, laid out as the error record.
-static __device__ __noinline__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
-  if (atomicCAS(&__nvfp4emu_state[8], 0u, code) == 0u) {
-    __nvfp4emu_state[9] = site;
-    __nvfp4emu_state[10] = a;
-    __nvfp4emu_state[11] = b;
-    __nvfp4emu_state[12] = blockIdx.x;
-    __nvfp4emu_state[13] = blockIdx.y;
-    __nvfp4emu_state[14] = blockIdx.z;
-    __nvfp4emu_state[15] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    __threadfence();
-  }
-}
+static __device__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) { emu_record(8, code, site, a, b); }
 
 static __device__ __forceinline__ uint32_t emu_sm_checked(uint32_t site) {
   const uint32_t sm = emu_smid();
