@@ -13,7 +13,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-// Words 0-15: the error record. Word 16: how many packed-FP4 maps are registered; from word 32, 64 of them
+// Words 0-15: the error record. Word 16: how many packed-FP4 maps are registered; word 17: the synchronous mode; from word 32, 64 of them
 // (32 words each, the CUtensorMap's bytes). Sizes shared with tcgen05_library.cu and ptx_rewrite.py.
 #define NVFP4EMU_STATE_WORDS (32 + 64 * 32)
 __device__ unsigned int __nvfp4emu_state[NVFP4EMU_STATE_WORDS];
@@ -23,6 +23,11 @@ extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_read_stat
   cudaError_t e = cudaMemcpyFromSymbol(out, __nvfp4emu_state, sizeof(zero));
   if (e != cudaSuccess) return (int)e;
   return (int)cudaMemcpyToSymbol(__nvfp4emu_state, zero, sizeof(zero));
+}
+
+// Word 17 = 1: the library completes each tcgen05 operation at issue (the synchronous model), for comparison.
+extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_set_synchronous(unsigned int on) {
+  return (int)cudaMemcpyToSymbol(__nvfp4emu_state, &on, sizeof(on), 17 * sizeof(unsigned int));
 }
 
 typedef CUresult (*__nvfp4emu_encode_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,

@@ -21,6 +21,8 @@ LD_REGS_PER_REPEAT = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
 CP_SHAPES = {"128x256b": 0, "4x256b": 1, "128x128b": 2, "64x128b.warpx2::02_13": 3,
              "64x128b.warpx2::01_23": 4, "32x128b.warpx4": 5}
 TMEM_COLUMNS = 512
+LD_MARK = "//@emu-ld"              # after a rewritten tcgen05.ld: its site and destination registers
+WAIT_LD_MARK = "//@emu-wait-ld"    # a tcgen05.wait::ld
 
 
 class CannotEmulate(RuntimeError):
@@ -42,6 +44,10 @@ _BULK_CTA_GROUP = re.compile(r"\b(cp\.async\.bulk\.[\w:.]*?)\.cta_group::(\d)")
 _TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduce\.async\.bulk|"
                   r"cp\.async\.bulk\.prefetch)\.tensor\.[\w:.]+)(?P<args>[^;{}]*\[\s*(?P<map>[%\w$]+)\s*,\s*"
                   r"\{\s*(?P<c0>[^,}\s]+)(?P<rest>[^}]*)\}\s*\][^;]*);")
+_MBAR_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>mbarrier\.(?:try_wait|test_wait)\b[\w:.]*)\s+"
+                        r"(?P<args>[^;]*);")
+_BULK_TO_SHARED = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.(?:tensor\.\w+\.)?"
+                             r"shared::(?:cluster|cta)\.global\b[\w:.]*)\s+(?P<dst>\[[^\]]*\])")
 _REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
 _ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
 _NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
@@ -200,7 +206,9 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
     elif verb == "fence":
         return "fence.acq_rel.cluster;"
     elif verb == "wait":
-        return "// emulation: the loads and stores are synchronous, wait has nothing to do"
+        # The loads and stores are synchronous; wait::ld ends the window in which an ld's registers are
+        # undefined (mark_unwaited_loads).
+        return WAIT_LD_MARK if ".wait::ld" in op else "// emulation: the st wait has nothing to do"
     elif verb == "commit":
         if "mbarrier::arrive::one" not in quals:
             raise CannotEmulate(f"`{instruction}`: commit without .mbarrier::arrive::one")
@@ -293,12 +301,14 @@ def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: s
         raise CannotEmulate(f"`{instruction}`: {len(regs)} registers where the shape holds {expected}")
     taddr = e.shared_address(address)
     ptr = e.call("__nvfp4emu_tmem_ptr", [(str(site), 32), (taddr, 32), (str(LD_SHAPES[shape]), 32),
-                                         (str(len(regs)), 32)], result_bits=64)
+                                         (str(len(regs)), 32), ("1" if verb == "ld" else "0", 32)], result_bits=64)
     for reg, offset in zip(regs, ld_st_offsets(shape, len(regs))):
         if verb == "ld":
             e.body.append(f"{e.guard}ld.b32 {reg}, [{ptr}+{offset}];")
         else:
             e.body.append(f"{e.guard}st.b32 [{ptr}+{offset}], {reg};")
+    if verb == "ld":   # its registers are undefined until tcgen05.wait::ld: see mark_unwaited_loads
+        e.body.append(f"{LD_MARK} {site} {' '.join(regs)}")
 
 
 def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
@@ -347,6 +357,118 @@ def _rewrite_bulk_cta_group(m: re.Match) -> str:
     return m.group(1)
 
 
+def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
+    """mbarrier.try_wait / test_wait: when the phase is incomplete, the emulated tcgen05 operations queued before
+    a commit to this barrier complete (__nvfp4emu_wait_failed), then the wait is tried once more. Operations
+    complete no earlier than a thread finds their barrier incomplete: as late as the memory model allows."""
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    operands = _split_operands(m.group("args"))
+    op = m.group("op")
+    if len(operands) < 3 or not operands[1].startswith("["):
+        return m.group(0)
+    address = e.shared_address(operands[1]) if ".shared" in op else e.generic_to_shared(operands[1])
+    failed = e.temp(1)
+    original = f"{e.guard}{op} {m.group('args').strip()};"
+    e.body += [original, f"setp.ne.u32 {failed}, 0, 0;", f"{e.guard}not.pred {failed}, {operands[0]};"]
+    e.guard = f"@{failed} "
+    retried = e.call("__nvfp4emu_wait_failed", [("0", 32), (address, 32)], result_bits=32)
+    e.body += [f"@{failed} setp.ne.u32 {failed}, {retried}, 0;", f"@{failed} {op} {m.group('args').strip()};"]
+    return e.text()
+
+
+_FUNCTION_HEAD = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\b", re.M)
+_REGISTER = re.compile(r"%[\w$]+")
+_WRITES_NOTHING = ("st.", "st ", "red.", "prefetch", "bar.", "bra", "ret", "exit", "call", "fence", "membar",
+                   "cp.", "mbarrier.init", "mbarrier.inval", "mbarrier.arrive", "mbarrier.expect_tx", "trap")
+
+
+def _reads(statement: str) -> set[str]:
+    """Registers a PTX statement reads: every operand but the first (its destination), or all of them for the
+    instructions that write no register."""
+    body = re.sub(r"^@!?[%\w$]+\s+", "", statement.strip())
+    parts = body.split(None, 1)
+    if len(parts) < 2:
+        return set()
+    opcode, operands = parts
+    if opcode.startswith(_WRITES_NOTHING):
+        return set(_REGISTER.findall(operands))
+    split = _split_operands(operands.rstrip(";"))
+    return set(_REGISTER.findall(",".join(split[1:])))
+
+
+def _function_bodies(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each function body's text between its outer braces."""
+    bodies = []
+    for head in _FUNCTION_HEAD.finditer(text):
+        brace, semicolon = text.find("{", head.end()), text.find(";", head.end())
+        if brace < 0 or 0 <= semicolon < brace:
+            continue   # a declaration
+        depth, i = 0, brace
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        bodies.append((brace + 1, i))
+    return bodies
+
+
+def mark_unwaited_loads(text: str) -> str:
+    """The registers of a tcgen05.ld are undefined until tcgen05.wait::ld. Each ld site gets a predicate, set
+    by the ld and cleared by every wait::ld of the function; a statement that reads one of its registers while
+    it is set calls __nvfp4emu_ld_unwaited, which reports the ld (a missing wait::ld)."""
+    if LD_MARK not in text:
+        return text.replace(WAIT_LD_MARK, "// emulation: the ld wait")
+    out, last = [], 0
+    for start, end in _function_bodies(text):
+        body = text[start:end]
+        if LD_MARK not in body:
+            continue
+        loads = {}   # site -> destination registers
+        for line in body.splitlines():
+            if line.strip().startswith(LD_MARK):
+                site, *regs = line.split()[1:]
+                loads[int(site)] = set(regs)
+        flag = {site: f"%emu_ldp{site}" for site in loads}
+        clear = " ".join(f"setp.ne.u32 {f}, 0, 0;" for f in flag.values())
+        lines = [f".reg .pred {f};" for f in flag.values()] + [clear]
+        for line in body.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(LD_MARK):
+                lines.append(f"setp.eq.u32 {flag[int(stripped.split()[1])]}, 0, 0;")
+                continue
+            if stripped == WAIT_LD_MARK:
+                lines.append(clear)
+                continue
+            if stripped.endswith(";") and not stripped.startswith((".", "//")) and "%emu_ldp" not in stripped:
+                read = _reads(stripped)
+                for site, regs in loads.items():
+                    if read & regs:
+                        lines.append(f"{{ .param .b32 emu_ls; st.param.b32 [emu_ls], {site}; "
+                                     f"@{flag[site]} call __nvfp4emu_ld_unwaited, (emu_ls); }}")
+            lines.append(line)
+        out.append(text[last:start])
+        out.append("\n" + "\n".join(lines) + "\n")
+        last = end
+    out.append(text[last:])
+    return "".join(out).replace(WAIT_LD_MARK, "// emulation: the ld wait")
+
+
+def _check_bulk_write(m: re.Match, widths: dict[str, int], site: int) -> str:
+    """Before a bulk copy (TMA) into shared memory: __nvfp4emu_smem_write reports a destination that a queued
+    tcgen05 operation still reads (a stage refilled before the commit that frees it completed)."""
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    dst = e.shared_address(m.group("dst"))
+    e.call("__nvfp4emu_smem_write", [(str(site), 32), (dst, 32)])
+    return e.text() + "\n\t" + m.group(0)
+
+
+
 def _merge_library(ptx: str, library_ptx: str) -> str:
     """Insert the library's globals and functions after the module header; the module's own definition of
     the state array (from emulation_host.h) moves up so the library can refer to it."""
@@ -388,9 +510,19 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
         return _rewrite_one(m.group("op"), operands, emitter, number, instruction)
 
     text = _STATEMENT.sub(replace, text)
+
+    def check_write(m: re.Match) -> str:
+        end = text.find(";", m.end())
+        instruction = " ".join(text[m.start():end + 1].split())
+        sites.append(Site(len(sites) + 1, text.count("\n", 0, m.start()) + 1, instruction))
+        return _check_bulk_write(m, widths, len(sites))
+
+    text = _BULK_TO_SHARED.sub(check_write, text)
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
+    text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)
+    text = mark_unwaited_loads(text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)
     if left:
         raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")

@@ -63,6 +63,34 @@ MESSAGES = {
                      "groups (8 rows x 16 bytes) overlap; a K-major source needs SBO >= 128 (128 for a 32x128b scale "
                      "atom)",
 }
+_OPERANDS = {0: "A operand", 1: "B operand", 2: "source"}
+
+
+def _unfinished(a: int, b: int, sites: dict[int, str], lead: str, verb: str) -> str:
+    """`lead` + the queued operation at site a + why it is unfinished (b: 0 never committed, else its commit's
+    mbarrier + 1)."""
+    operation = f"`{sites.get(a, f'call site {a}')}`"
+    if b == 0:
+        why = "that operation was never committed (no tcgen05.commit after it), so nothing orders it before this instruction"
+    else:
+        why = (f"its tcgen05.commit arrives on the mbarrier at shared address {b - 1:#x}, and no thread waited on that "
+               "mbarrier's phase before this instruction")
+    return f"{lead} {operation} still {verb}: {why}"
+
+
+# Codes whose words need the module's call sites (a names another instruction).
+SITE_MESSAGES = {
+    70: lambda a, b, sites: "the destination registers of this tcgen05.ld were read before tcgen05.wait::ld: they "
+                            "are undefined until the wait (add tcgen05.wait::ld between the load and the first use)",
+    71: lambda a, b, sites: _unfinished(a, b, sites, "this tcgen05.ld reads tensor-memory columns that", "writes"),
+    72: lambda a, b, sites: _unfinished(a, b, sites, "this tcgen05.dealloc frees tensor-memory columns that", "writes"),
+    73: lambda a, b, sites: f"the {_OPERANDS.get(a, 'operand')} of this instruction in shared memory (descriptor start "
+                            f"{b:#x}) changed after it was issued and before its tcgen05.commit's mbarrier completed: "
+                            "the stage was refilled while the operation could still read it (wait on the mbarrier "
+                            "the commit arrives on before overwriting the stage)",
+    74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
+                            + " (a stage refilled before the commit that frees it completed)",
+}
 KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
 WARNINGS = (60, 61)
 
@@ -98,7 +126,10 @@ _state = {"modules": [], "installed": False, "warned": set()}
 def describe(record: list[int], sites: dict[int, str]) -> str:
     code, site, a, b = record[:4]
     message = MESSAGES.get(code, "emulation error {code}")
-    what = message(a, b) if callable(message) else message.format(a=a, b=b, code=code)
+    if code in SITE_MESSAGES:
+        what = SITE_MESSAGES[code](a, b, sites)
+    else:
+        what = message(a, b) if callable(message) else message.format(a=a, b=b, code=code)
     where = f"CTA ({record[4]},{record[5]},{record[6]}) thread {record[7]}"
     instruction = sites.get(site, f"call site {site}")
     label = "emulated tcgen05 warning" if code in WARNINGS else "emulated tcgen05"
@@ -147,10 +178,19 @@ def _build_error(error: BaseException) -> BaseException:
     return error
 
 
+# Set to 1, every emulated tcgen05 operation completes at issue (the synchronous model): for comparing the two.
+SYNCHRONOUS_VARIABLE = "ARENA_EMULATION_SYNCHRONOUS"
+
+
 def _record(module):
     path = getattr(module, "__file__", None)
     if path and path not in _state["modules"]:
         _state["modules"].append(path)
+        if os.environ.get(SYNCHRONOUS_VARIABLE) == "1":
+            try:
+                ctypes.CDLL(path).__nvfp4emu_set_synchronous(1)
+            except (OSError, AttributeError):
+                pass
     return module
 
 

@@ -7,9 +7,16 @@
 //    by %smid. alloc takes 32-column granules of its SM (blocking while they are taken, as the hardware
 //    does), tags them with the CTA, fills them with a NaN pattern (TMEM is not zeroed); every access checks
 //    that the columns belong to the accessing CTA and that a warp touches only its own 32-lane quarter.
-//  - mma / cp run synchronously in the issuing thread (the instruction is issued by one thread); commit
-//    makes their writes visible and arrives on the mbarrier(s). ld / st return a pointer to the thread's
-//    first cell; the rewriter emits the plain loads and stores at fixed offsets.
+//  - mma / cp are asynchronous, as on the hardware: the issuing thread checks them and queues them (one queue
+//    per CTA); commit queues an arrival on its mbarrier. Nothing runs until a thread of the CTA finds that
+//    mbarrier's phase incomplete (the rewriter routes every failed mbarrier.try_wait/test_wait here): then the
+//    queue runs in order up to that commit, so an operation completes as late as the PTX memory model allows.
+//    An operation checks at completion that the shared memory it reads is what it saw at issue (a stage
+//    reused too early), a tcgen05.ld of columns an operation still writes is an error (a missing commit or
+//    wait), and so is a dealloc with operations in flight. Word 17 of the state = 1 runs them synchronously
+//    at issue instead (the earlier model; for comparison). ld / st return a pointer to the thread's first
+//    cell; the rewriter emits the plain loads and stores at fixed offsets, and reports registers of an ld
+//    read before its tcgen05.wait::ld.
 //  - A violation records the first error (code, call site, two values) in __nvfp4emu_state, which the
 //    force-included header (emulation_host.h) defines and the host reads after each call; the kernel goes on.
 //    A lint finding (legal PTX that is very likely a bug) records the first warning the same way, in words
@@ -33,6 +40,26 @@ __device__ unsigned long long __nvfp4emu_touched[EMU_MAX_SM];   // globaltimer o
 __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
 }
 
+// One queued asynchronous operation (mma, cp) or commit. A CTA's queue is the slot of the first 32-column
+// granule it holds on its SM (alloc resets it), so it lives exactly as long as the CTA's tensor memory.
+#define EMU_QLEN 32
+enum : uint32_t { OP_MMA = 1, OP_CP = 2, OP_COMMIT = 3 };
+struct EmuOp {
+  uint32_t verb, site, thread, kind;      // kind: mma kind; commit: 1 with .multicast::cluster
+  uint32_t vec, d_taddr, a_in_tmem, idesc;
+  uint32_t accumulate, sfa, sfb, shape;
+  uint32_t hash_a, hash_b, mbar, mask;    // shared-memory hashes at issue; commit: mbarrier and CTA mask
+  uint32_t col0, ncols, pad0, pad1;       // tensor-memory columns the operation writes
+  uint32_t a_lo, a_hi, b_lo, b_hi;        // shared-memory bytes it reads: A (none in tensor memory), B or source
+  unsigned long long a, b;                // mma: A operand and B descriptor; cp: source descriptor in b
+};
+extern "C" {
+__device__ EmuOp __nvfp4emu_queue[EMU_MAX_SM * EMU_GRANULES * EMU_QLEN];
+__device__ uint32_t __nvfp4emu_qhead[EMU_MAX_SM * EMU_GRANULES];   // next to complete
+__device__ uint32_t __nvfp4emu_qtail[EMU_MAX_SM * EMU_GRANULES];   // next free
+__device__ int __nvfp4emu_qlock[EMU_MAX_SM * EMU_GRANULES];
+}
+
 // Error codes: kept in step with arena/blackwell/errors.py.
 enum : uint32_t {
   E_NONE = 0,
@@ -43,6 +70,7 @@ enum : uint32_t {
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
+  E_LD_UNWAITED = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -77,7 +105,13 @@ static __device__ __forceinline__ unsigned long long emu_now() {
 }
 
 // One record of 8 words from `base`: the first to claim it keeps it (words 0-7: the error; 8-15: the warning).
-static __device__ __noinline__ void emu_record(uint32_t base, uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+static __device__ __forceinline__ uint32_t emu_thread() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+// `thread`: the CTA's thread the record names (the issuing thread of a queued operation that another thread
+// completes).
+static __device__ __noinline__ void emu_record(uint32_t base, uint32_t code, uint32_t site, uint32_t a, uint32_t b,
+                                               uint32_t thread) {
   if (atomicCAS(&__nvfp4emu_state[base], 0u, code) == 0u) {
     __nvfp4emu_state[base + 1] = site;
     __nvfp4emu_state[base + 2] = a;
@@ -85,15 +119,25 @@ static __device__ __noinline__ void emu_record(uint32_t base, uint32_t code, uin
     __nvfp4emu_state[base + 4] = blockIdx.x;
     __nvfp4emu_state[base + 5] = blockIdx.y;
     __nvfp4emu_state[base + 6] = blockIdx.z;
-    __nvfp4emu_state[base + 7] = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    __nvfp4emu_state[base + 7] = thread;
     __threadfence();
   }
 }
 
-static __device__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) { emu_record(0, code, site, a, b); }
+static __device__ void emu_fail(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  emu_record(0, code, site, a, b, emu_thread());
+}
+static __device__ void emu_fail_by(uint32_t thread, uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  emu_record(0, code, site, a, b, thread);
+}
 
 // The first warning: words 8-15, laid out as the error record.
-static __device__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) { emu_record(8, code, site, a, b); }
+static __device__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  emu_record(8, code, site, a, b, emu_thread());
+}
+static __device__ void emu_warn_by(uint32_t thread, uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  emu_record(8, code, site, a, b, thread);
+}
 
 static __device__ __forceinline__ uint32_t emu_sm_checked(uint32_t site) {
   const uint32_t sm = emu_smid();
@@ -158,7 +202,10 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
         for (uint32_t i = 0; i < need; ++i) free_run &= (((volatile unsigned long long*)owner)[g + i] == 0ull);
         if (free_run) found = (int)g;
       }
-      if (found >= 0) for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
+      if (found >= 0) {
+        for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
+        __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;
+      }
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
       if (found >= 0) { start = (uint32_t)found * 32u; break; }
@@ -188,28 +235,6 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
   __syncwarp(mask);
 }
 
-extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32_t taddr, uint32_t ncols) {
-  const uint32_t mask = __activemask();
-  __syncwarp(mask);
-  if (emu_lane() == emu_leader(mask)) {
-    const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
-    if (!emu_valid_cols(ncols)) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);   // freed as alloc took it
-    ncols = emu_alloc_size(ncols);
-    if ((taddr >> 16) != 0u || col % 32u || col + ncols > EMU_COLS) {
-      emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
-    } else if (!emu_cols_owned(sm, col, ncols)) {
-      emu_fail(E_DEALLOC_NOT_OWNED, site, taddr, ncols);
-    } else {
-      __threadfence();
-      while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
-      for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
-      __threadfence();
-      atomicExch(&__nvfp4emu_lock[sm], 0);
-    }
-  }
-  __syncwarp(mask);
-}
-
 // ------------------------------------------------------------------------------------------- ld / st
 // Pointer to this thread's first cell for a tcgen05.ld/st of `shape` with `nreg` registers per thread; the
 // rewriter adds the per-register offsets, which do not depend on the thread (PTX "Matrix fragments for
@@ -218,8 +243,10 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
 //   16x64b : thread l, register r -> lane l/4 + 8*(l%2),             column (l/2)%2 + 2r
 //   16x128b: thread l, register r -> lane l/4 + 8*(r%2),             column l%4 + 4*(r/2)
 //   16x256b: thread l, register r -> lane l/4 + 8*((r/2)%2),         column r%2 + 2*(l%4) + 8*(r/4)
+static __device__ void emu_check_unfinished_writes(uint32_t site, uint32_t sm, uint32_t col, uint32_t n);
 extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32_t site, uint32_t taddr,
-                                                                          uint32_t shape, uint32_t nreg) {
+                                                                          uint32_t shape, uint32_t nreg,
+                                                                          uint32_t is_load) {
   const uint32_t mask = __activemask();
   const uint32_t l = emu_lane();
   if (mask != 0xFFFFFFFFu && l == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
@@ -240,6 +267,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
     return (unsigned long long)(__nvfp4emu_dummy + dl * EMU_COLS + dc);
   }
   uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols);
+  if (is_load && l == emu_leader(mask) && block != __nvfp4emu_dummy) emu_check_unfinished_writes(site, emu_smid(), col0, cols);
   return (unsigned long long)(block + dl * EMU_COLS + dc);
 }
 
@@ -287,35 +315,219 @@ static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
   return v;
 }
 
+// ------------------------------------------------------------------------------------------- the queue
+static __device__ __forceinline__ bool emu_synchronous() { return *(volatile uint32_t*)&__nvfp4emu_state[17] != 0u; }
+
+// This CTA's queue on SM `sm`: the slot of its first granule; -1 when it holds no tensor memory.
+static __device__ int emu_queue_of(uint32_t sm) {
+  const unsigned long long me = emu_my_tag();
+  for (uint32_t g = 0; g < EMU_GRANULES; ++g)
+    if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] == me) return (int)(sm * EMU_GRANULES + g);
+  return -1;
+}
+static __device__ __forceinline__ void emu_qlock(int q) {
+  while (atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) __nanosleep(200);
+  __threadfence();
+}
+static __device__ __forceinline__ void emu_qunlock(int q) { __threadfence(); atomicExch(&__nvfp4emu_qlock[q], 0); }
+static __device__ __forceinline__ EmuOp& emu_qop(int q, uint32_t i) { return __nvfp4emu_queue[(size_t)q * EMU_QLEN + i % EMU_QLEN]; }
+
+// A position-dependent hash of `rows` rows x `chunks` 16-byte chunks of a K-major shared-memory operand: what
+// an operation read at issue must be what it reads when it completes.
+static __device__ uint32_t emu_hash_rows(const EmuSDesc& d, uint32_t rows, uint32_t chunks) {
+  if (emu_synchronous()) return 0u;
+  uint32_t h = 0x811C9DC5u;
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint4 v = emu_lds128(emu_kmajor_chunk(d, r, 16u * c));
+      h = (h ^ v.x) * 0x01000193u; h = (h ^ v.y) * 0x01000193u;
+      h = (h ^ v.z) * 0x01000193u; h = (h ^ v.w) * 0x01000193u;
+    }
+  return h;
+}
+
+// The shared-memory bytes [lo, hi) that `rows` rows x `chunks` chunks of a K-major operand occupy: swizzled, whole
+// 128-byte rows of 8-row groups SBO apart (the XOR stays inside a row); no swizzle, 8 x 16-byte core matrices.
+static __device__ void emu_operand_range(const EmuSDesc& d, uint32_t rows, uint32_t chunks, uint32_t& lo, uint32_t& hi) {
+  const uint32_t groups = (rows + 7u) / 8u;
+  if (d.swizzle == 0u) {
+    lo = d.start;
+    hi = d.start + (groups - 1u) * d.sbo + (chunks - 1u) * d.lbo + (rows < 8u ? rows : 8u) * 16u;
+  } else {
+    const uint32_t span = d.swizzle == 2u ? 128u : d.swizzle == 4u ? 64u : 32u;
+    lo = d.start & ~127u;
+    hi = lo + (groups - 1u) * d.sbo + 8u * span;
+  }
+}
+
+static __device__ void emu_run(const EmuOp& op);   // completes one operation (after the mma section)
+
+// Complete entries [qhead, end) of queue q in order (the caller holds its lock).
+static __device__ void emu_run_until(int q, uint32_t end) {
+  for (uint32_t i = __nvfp4emu_qhead[q]; i != end; ++i) emu_run(emu_qop(q, i));
+  __nvfp4emu_qhead[q] = end;
+  __threadfence();
+}
+
+// Queue an issued operation; with the queue full, the oldest commit group completes first (the hardware may
+// finish work at any time). Synchronous mode, or a CTA without tensor memory: run it now.
+static __device__ void emu_issue(uint32_t site, const EmuOp& op) {
+  const uint32_t sm = emu_sm_checked(site);
+  const int q = emu_synchronous() ? -1 : emu_queue_of(sm);
+  if (q < 0) { emu_run(op); return; }
+  emu_qlock(q);
+  const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
+  if (tail - head >= EMU_QLEN) {
+    uint32_t end = head + 1;
+    for (uint32_t i = head; i != tail; ++i)
+      if (emu_qop(q, i).verb == OP_COMMIT) { end = i + 1; break; }
+    emu_run_until(q, end);
+  }
+  emu_qop(q, tail) = op;
+  __threadfence();
+  __nvfp4emu_qtail[q] = tail + 1u;
+  emu_qunlock(q);
+  *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
+}
+
+// The first queued mma/cp that writes a column of [col, col + n): its index, or `tail` when none.
+static __device__ uint32_t emu_pending_writer(int q, uint32_t col, uint32_t n) {
+  const uint32_t tail = __nvfp4emu_qtail[q];
+  for (uint32_t i = __nvfp4emu_qhead[q]; i != tail; ++i) {
+    const EmuOp& op = emu_qop(q, i);
+    if (op.verb != OP_COMMIT && op.col0 < col + n && col < op.col0 + op.ncols) return i;
+  }
+  return tail;
+}
+// 0 when no commit follows entry i in queue q (the operation was never committed), else its mbarrier + 1.
+static __device__ uint32_t emu_commit_after(int q, uint32_t i) {
+  const uint32_t tail = __nvfp4emu_qtail[q];
+  for (++i; i != tail; ++i)
+    if (emu_qop(q, i).verb == OP_COMMIT) return emu_qop(q, i).mbar + 1u;
+  return 0u;
+}
+
+// A thread found the mbarrier at `mbar` (shared window) with its phase incomplete: complete this CTA's queue up
+// to the last commit that arrives on it. Returns 1 when that commit ran (the caller tests the barrier again).
+// Another thread completing operations makes this return 0 at once; the caller's wait loop comes back.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_wait_failed(uint32_t site, uint32_t mbar) {
+  (void)site;
+  if (emu_synchronous()) return 0u;
+  const uint32_t sm = emu_smid();
+  if (sm >= EMU_MAX_SM) return 0u;
+  const int q = emu_queue_of(sm);
+  if (q < 0 || atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) return 0u;
+  __threadfence();
+  const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
+  uint32_t end = head;
+  for (uint32_t i = head; i != tail; ++i)
+    if (emu_qop(q, i).verb == OP_COMMIT && emu_qop(q, i).mbar == mbar) end = i + 1u;
+  if (end != head) emu_run_until(q, end);
+  emu_qunlock(q);
+  return end != head ? 1u : 0u;
+}
+
+// A bulk copy (TMA) into shared memory at `dst`, issued while a queued operation still reads those bytes: the
+// stage is refilled before the commit that frees it has completed. Reported at the copy.
+extern "C" __device__ __noinline__ void __nvfp4emu_smem_write(uint32_t site, uint32_t dst) {
+  if (emu_synchronous()) return;
+  const uint32_t sm = emu_smid();
+  if (sm >= EMU_MAX_SM) return;
+  const int q = emu_queue_of(sm);
+  if (q < 0) return;
+  emu_qlock(q);
+  const uint32_t tail = __nvfp4emu_qtail[q];
+  for (uint32_t i = __nvfp4emu_qhead[q]; i != tail; ++i) {
+    const EmuOp& op = emu_qop(q, i);
+    if (op.verb == OP_COMMIT) continue;
+    if ((op.a_lo <= dst && dst < op.a_hi) || (op.b_lo <= dst && dst < op.b_hi)) {
+      emu_fail(E_SMEM_OVERWRITE, site, op.site, emu_commit_after(q, i));
+      break;
+    }
+  }
+  emu_qunlock(q);
+}
+
+// dealloc (after the queue: operations still in flight are reported)
+extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32_t taddr, uint32_t ncols) {
+  const uint32_t mask = __activemask();
+  __syncwarp(mask);
+  if (emu_lane() == emu_leader(mask)) {
+    const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
+    if (!emu_valid_cols(ncols)) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);   // freed as alloc took it
+    ncols = emu_alloc_size(ncols);
+    if ((taddr >> 16) != 0u || col % 32u || col + ncols > EMU_COLS) {
+      emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
+    } else if (!emu_cols_owned(sm, col, ncols)) {
+      emu_fail(E_DEALLOC_NOT_OWNED, site, taddr, ncols);
+    } else {
+      const int q = emu_synchronous() ? -1 : emu_queue_of(sm);
+      if (q >= 0) {   // operations still queued: an error when one writes these columns; the queue is dropped
+        emu_qlock(q);
+        const uint32_t i = emu_pending_writer(q, col, ncols);
+        if (i != __nvfp4emu_qtail[q]) emu_fail(E_DEALLOC_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
+        if (q == (int)(sm * EMU_GRANULES + col / 32u)) __nvfp4emu_qhead[q] = __nvfp4emu_qtail[q];
+        emu_qunlock(q);
+      }
+      __threadfence();
+      while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
+      for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
+      __threadfence();
+      atomicExch(&__nvfp4emu_lock[sm], 0);
+    }
+  }
+  __syncwarp(mask);
+}
+
 // ------------------------------------------------------------------------------------------- cp
+struct EmuCpShape { uint32_t rows, chunks, dst_rows; };   // source rows, 16-byte chunks per row, lanes written
+
+static __device__ __forceinline__ bool emu_cp_shape(uint32_t shape, EmuCpShape& c) {
+  switch (shape) {
+    case C_128x256b: c = {128, 2, 128}; return true;
+    case C_4x256b: c = {4, 2, 4}; return true;
+    case C_128x128b: c = {128, 1, 128}; return true;
+    case C_64x128b_02_13: case C_64x128b_01_23: c = {64, 1, 128}; return true;
+    case C_32x128b_x4: c = {32, 1, 128}; return true;
+    default: return false;
+  }
+}
+
+// Issue: check the descriptor and the destination, then queue (or run, in the synchronous mode).
 extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
   const EmuSDesc d = emu_sdesc(sdesc);
   if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
   emu_lint_sbo(d, site, sdesc, shape == C_4x256b ? 4u : shape == C_32x128b_x4 ? 32u : 64u);
-  uint32_t rows, chunks;  // source rows and 16-byte chunks per row
-  switch (shape) {
-    case C_128x256b: rows = 128; chunks = 2; break;
-    case C_4x256b: rows = 4; chunks = 2; break;
-    case C_128x128b: rows = 128; chunks = 1; break;
-    case C_64x128b_02_13: case C_64x128b_01_23: rows = 64; chunks = 1; break;
-    case C_32x128b_x4: rows = 32; chunks = 1; break;
-    default: emu_fail(E_CP_SHAPE, site, shape, 0); return;
-  }
-  const uint32_t lane0 = taddr >> 16, col0 = taddr & 0xFFFFu;
-  const uint32_t dst_rows = (shape == C_4x256b) ? 4u : 128u;
-  uint32_t* block = emu_block(site, lane0, col0, dst_rows, 4u * chunks);
-  for (uint32_t r = 0; r < rows; ++r) {
-    for (uint32_t c = 0; c < chunks; ++c) {
-      const uint4 v = emu_lds128(emu_kmajor_chunk(d, r, 16u * c));
+  EmuCpShape c;
+  if (!emu_cp_shape(shape, c)) { emu_fail(E_CP_SHAPE, site, shape, 0); return; }
+  if (emu_block(site, taddr >> 16, taddr & 0xFFFFu, c.dst_rows, 4u * c.chunks) == __nvfp4emu_dummy) return;
+  EmuOp op = {};
+  op.verb = OP_CP; op.site = site; op.thread = emu_thread(); op.shape = shape; op.d_taddr = taddr; op.b = sdesc;
+  op.col0 = taddr & 0xFFFFu; op.ncols = 4u * c.chunks;
+  op.hash_b = emu_hash_rows(d, c.rows, c.chunks);
+  emu_operand_range(d, c.rows, c.chunks, op.b_lo, op.b_hi);
+  emu_issue(site, op);
+}
+
+static __device__ void emu_cp_run(const EmuOp& op) {
+  const EmuSDesc d = emu_sdesc(op.b);
+  EmuCpShape c;
+  emu_cp_shape(op.shape, c);
+  if (!emu_synchronous() && emu_hash_rows(d, c.rows, c.chunks) != op.hash_b)
+    emu_fail_by(op.thread, E_SMEM_CHANGED, op.site, 2u, d.start);
+  uint32_t* block = emu_tmem_sm(emu_smid()) + (op.d_taddr >> 16) * EMU_COLS + (op.d_taddr & 0xFFFFu);
+  for (uint32_t r = 0; r < c.rows; ++r) {
+    for (uint32_t ch = 0; ch < c.chunks; ++ch) {
+      const uint4 v = emu_lds128(emu_kmajor_chunk(d, r, 16u * ch));
       uint32_t lanes[4], nl = 0;
-      switch (shape) {
+      switch (op.shape) {
         case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; nl = 2; break;
         case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; nl = 2; break;
         case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; nl = 4; break;
         default: lanes[0] = r; nl = 1; break;
       }
       for (uint32_t i = 0; i < nl; ++i) {
-        uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * c;
+        uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * ch;
         cell[0] = v.x; cell[1] = v.y; cell[2] = v.z; cell[3] = v.w;
       }
     }
@@ -482,13 +694,13 @@ static __device__ __forceinline__ float emu_scale(const uint32_t* sf_col0, uint3
 // all four lane quarters. Reports the first row that differs (a = 0 for SFA, 1 for SFB, plus row << 1; b = the
 // quarter that differs from quarter 0).
 static __device__ void emu_lint_quarters(const uint32_t* sf_col0, uint32_t rows, uint32_t which, uint32_t site,
-                                         uint32_t nblk, uint32_t sf_id) {
+                                         uint32_t nblk, uint32_t sf_id, uint32_t thread) {
   const uint32_t bits = 8u * nblk, mask = (bits >= 32u ? 0xFFFFFFFFu : ((1u << bits) - 1u)) << (8u * sf_id);
   for (uint32_t r = 0; r < rows; ++r) {
     const uint32_t first = sf_col0[(r % 32u) * EMU_COLS + r / 32u] & mask;
     for (uint32_t q = 1; q < 4u; ++q) {
       if ((sf_col0[(32u * q + r % 32u) * EMU_COLS + r / 32u] & mask) != first) {
-        emu_warn(W_SCALE_QUARTERS, site, which | (r << 1), q);
+        emu_warn_by(thread, W_SCALE_QUARTERS, site, which | (r << 1), q);
         return;
       }
     }
@@ -504,6 +716,7 @@ static __device__ __forceinline__ uint32_t emu_e2m1x4_to_s8x4(uint32_t nib16) {
   return (pos & ~s) | (neg & s);
 }
 
+// Issue: every check that does not depend on the data (descriptors, shapes, columns owned), then queue.
 extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t kind, uint32_t vec, uint32_t d_taddr,
                                                       unsigned long long a_operand, uint32_t a_in_tmem,
                                                       unsigned long long b_desc, uint32_t idesc, uint32_t accumulate,
@@ -521,22 +734,46 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
     emu_lint_sbo(da, site, a_operand, m.M);
   }
   if ((d_taddr >> 16) != 0u) { emu_fail(E_LANE_RANGE, site, d_taddr, 0); return; }
-  uint32_t* D = emu_block(site, 0, d_taddr & 0xFFFFu, m.M, m.N);
-  if (D == __nvfp4emu_dummy) return;
-  const uint32_t* A_tmem = nullptr;
-  if (a_in_tmem) {
-    A_tmem = emu_block(site, (uint32_t)a_operand >> 16, (uint32_t)a_operand & 0xFFFFu, m.M, m.K * m.bits / 32u);
-    if (A_tmem == __nvfp4emu_dummy) return;
-  }
-  const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
+  if (emu_block(site, 0, d_taddr & 0xFFFFu, m.M, m.N) == __nvfp4emu_dummy) return;
+  if (a_in_tmem && emu_block(site, (uint32_t)a_operand >> 16, (uint32_t)a_operand & 0xFFFFu, m.M,
+                             m.K * m.bits / 32u) == __nvfp4emu_dummy) return;
   if (m.scaled) {
     if ((sfa_taddr >> 16) || (sfb_taddr >> 16)) { emu_fail(E_LANE_RANGE, site, sfa_taddr, sfb_taddr); return; }
-    SFA = emu_block(site, 0, sfa_taddr & 0xFFFFu, EMU_LANES, (m.M + 31u) / 32u);
-    SFB = emu_block(site, 0, sfb_taddr & 0xFFFFu, EMU_LANES, (m.N + 31u) / 32u);
-    if (SFA == __nvfp4emu_dummy || SFB == __nvfp4emu_dummy) return;
+    if (emu_block(site, 0, sfa_taddr & 0xFFFFu, EMU_LANES, (m.M + 31u) / 32u) == __nvfp4emu_dummy ||
+        emu_block(site, 0, sfb_taddr & 0xFFFFu, EMU_LANES, (m.N + 31u) / 32u) == __nvfp4emu_dummy) return;
+  }
+  EmuOp op = {};
+  op.verb = OP_MMA; op.site = site; op.thread = emu_thread(); op.kind = kind; op.vec = vec; op.d_taddr = d_taddr;
+  op.a = a_operand; op.a_in_tmem = a_in_tmem; op.b = b_desc; op.idesc = idesc; op.accumulate = accumulate;
+  op.sfa = sfa_taddr; op.sfb = sfb_taddr; op.col0 = d_taddr & 0xFFFFu; op.ncols = m.N;
+  op.hash_a = a_in_tmem ? 0u : emu_hash_rows(da, m.M, 2u);   // K * bits = 256 bits = two chunks per row
+  op.hash_b = emu_hash_rows(db, m.N, 2u);
+  if (!a_in_tmem) emu_operand_range(da, m.M, 2u, op.a_lo, op.a_hi);
+  emu_operand_range(db, m.N, 2u, op.b_lo, op.b_hi);
+  emu_issue(site, op);
+}
+
+// Completion: the arithmetic, on the data as it is now (checked against the issue's hashes).
+static __device__ void emu_mma_run(const EmuOp& op) {
+  EmuMma m;
+  emu_idesc(op.kind, op.idesc, op.vec, m);
+  const uint32_t site = op.site, accumulate = op.accumulate, a_in_tmem = op.a_in_tmem;
+  const EmuSDesc db = emu_sdesc(op.b);
+  const EmuSDesc da = a_in_tmem ? db : emu_sdesc(op.a);
+  if (!emu_synchronous()) {
+    if (!a_in_tmem && emu_hash_rows(da, m.M, 2u) != op.hash_a) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 0u, da.start);
+    else if (emu_hash_rows(db, m.N, 2u) != op.hash_b) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 1u, db.start);
+  }
+  uint32_t* tmem = emu_tmem_sm(emu_smid());
+  uint32_t* D = tmem + (op.d_taddr & 0xFFFFu);
+  const uint32_t* A_tmem = a_in_tmem ? tmem + ((uint32_t)op.a >> 16) * EMU_COLS + ((uint32_t)op.a & 0xFFFFu) : nullptr;
+  const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
+  if (m.scaled) {
+    SFA = tmem + (op.sfa & 0xFFFFu);
+    SFB = tmem + (op.sfb & 0xFFFFu);
     const uint32_t nblk = m.K / m.sf_block;
-    emu_lint_quarters(SFA, m.M, 0u, site, nblk, m.sfa_id);
-    emu_lint_quarters(SFB, m.N, 1u, site, nblk, m.sfb_id);
+    emu_lint_quarters(SFA, m.M, 0u, site, nblk, m.sfa_id, op.thread);
+    emu_lint_quarters(SFB, m.N, 1u, site, nblk, m.sfb_id, op.thread);
   }
   const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
 
@@ -614,10 +851,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
 }
 
 // ------------------------------------------------------------------------------------------- commit
-// The emulated operations are already complete: make their writes visible, then arrive once on the
-// mbarrier (or on the same offset in every CTA of `cta_mask` with .multicast::cluster).
-extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
-  (void)site;
+// Arrive once on the mbarrier (or on the same offset in every CTA of `cta_mask` with .multicast::cluster).
+static __device__ void emu_arrive(uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
   __threadfence();
   if (!multicast) {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(mbar) : "memory");
@@ -630,6 +865,44 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
   }
 }
+
+// The commit arrives once every operation before it has completed: queued behind them. A multicast commit
+// completes at once (the other CTAs wait on barriers of their own, which their queues do not know).
+extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
+  EmuOp op = {};
+  op.verb = OP_COMMIT; op.site = site; op.thread = emu_thread(); op.kind = multicast; op.mbar = mbar; op.mask = cta_mask;
+  emu_issue(site, op);
+  if (multicast && !emu_synchronous()) {
+    const uint32_t sm = emu_smid();
+    const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+    if (q >= 0) { emu_qlock(q); emu_run_until(q, __nvfp4emu_qtail[q]); emu_qunlock(q); }
+  }
+}
+
+static __device__ void emu_run(const EmuOp& op) {
+  switch (op.verb) {
+    case OP_MMA: emu_mma_run(op); break;
+    case OP_CP: emu_cp_run(op); break;
+    default: emu_arrive(op.mbar, op.kind, op.mask); break;
+  }
+  const uint32_t sm = emu_smid();
+  if (sm < EMU_MAX_SM) *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
+}
+
+// tcgen05.ld of columns [col, col + n): an error when a queued mma/cp still writes one of them (never
+// committed, or its commit's mbarrier never waited on).
+static __device__ void emu_check_unfinished_writes(uint32_t site, uint32_t sm, uint32_t col, uint32_t n) {
+  if (emu_synchronous()) return;
+  const int q = emu_queue_of(sm);
+  if (q < 0) return;
+  emu_qlock(q);
+  const uint32_t i = emu_pending_writer(q, col, n);
+  if (i != __nvfp4emu_qtail[q]) emu_fail(E_LD_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
+  emu_qunlock(q);
+}
+
+// ld of a register before its tcgen05.wait::ld (the rewriter calls this where a flagged register is read).
+extern "C" __device__ __noinline__ void __nvfp4emu_ld_unwaited(uint32_t site) { emu_fail(E_LD_UNWAITED, site, 0, 0); }
 
 // ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
 

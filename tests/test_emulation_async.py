@@ -1,0 +1,143 @@
+"""The asynchronous tcgen05 emulation, on the CPU: what the rewriter adds so that the library can complete
+operations late and name a missing wait, commit or barrier (the GPU half: bench/emulation/planted_check.sh).
+
+- every mbarrier wait form calls __nvfp4emu_wait_failed when its phase is incomplete, then tries again;
+- every bulk copy into shared memory is checked against the operations still queued (__nvfp4emu_smem_write);
+- the registers of a tcgen05.ld are flagged until tcgen05.wait::ld, and a read while flagged calls
+  __nvfp4emu_ld_unwaited; the rewritten module still assembles for sm_90a;
+- each new error reads as one line naming the instruction and the missing step;
+- each planted bug of tests/blackwell/planted.py still applies to the shipped submission.py.
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+from arena.blackwell import ptx_rewrite, runtime, toolchain
+from arena.compile import find_tool
+from tests.blackwell import planted
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FORMS = os.path.join(ROOT, "tests", "blackwell", "async_forms.cu")
+NVCC = find_tool("nvcc")
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    """(sm_100a PTX, rewritten PTX, sites, ptxas result) of tests/blackwell/async_forms.cu."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    tmp = tmp_path_factory.mktemp("async")
+    env = toolchain.prepare(str(tmp / "toolchain"))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        ptx = tmp / "k.ptx"
+        subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", FORMS, "-o", str(ptx)],
+                       check=True, capture_output=True, text=True, timeout=240)
+        original = ptx.read_text()
+        new, sites = ptx_rewrite.rewrite(original, toolchain.library_ptx())
+        (tmp / "new.ptx").write_text(new)
+        assembled = subprocess.run([toolchain.real_tool("ptxas"), "-arch=sm_90a", str(tmp / "new.ptx"),
+                                    "-o", str(tmp / "new.cubin")], capture_output=True, text=True, timeout=240)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return original, new, sites, assembled
+
+
+def _function(ptx: str, name: str) -> str:
+    """The text of kernel `name` (C++-mangled) up to the next kernel."""
+    start = re.search(rf"\.entry\s+_Z\d+{name}\w*", ptx).start()
+    end = ptx.find(".entry", start + 10)
+    return ptx[start:end if end > 0 else len(ptx)]
+
+
+@pytest.mark.slow
+def test_the_rewritten_module_assembles_for_sm90a(rewritten):
+    _, _, _, assembled = rewritten
+    assert assembled.returncode == 0, assembled.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_every_mbarrier_wait_completes_queued_operations_when_its_phase_is_incomplete(rewritten):
+    original, new, _, _ = rewritten
+    waits = len(re.findall(r"mbarrier\.(?:try_wait|test_wait)", original))
+    assert waits == 3
+    assert new.count("call (emu_ret), __nvfp4emu_wait_failed") == waits
+    # the wait is tried again after the queue ran: each original wait appears twice, the retry under the flag
+    body = _function(new, "waits_and_copies")
+    assert len(re.findall(r"@%emu_t\d+ mbarrier\.(?:try_wait|test_wait)", body)) == waits
+    assert "cvta.to.shared.u64" in body                   # the generic-address wait is converted
+
+
+@pytest.mark.slow
+def test_every_bulk_copy_into_shared_memory_is_checked_against_queued_operations(rewritten):
+    _, new, sites, _ = rewritten
+    assert new.count("call __nvfp4emu_smem_write") == 2
+    named = [s.instruction for s in sites if s.instruction.startswith("cp.async.bulk")]
+    assert len(named) == 2 and any(".tensor.2d" in s for s in named)
+
+
+@pytest.mark.slow
+def test_an_ld_register_read_before_wait_ld_is_checked_and_the_flag_is_cleared_by_the_wait(rewritten):
+    _, new, sites, _ = rewritten
+    for name in ("ld_unwaited", "ld_waited"):
+        body = _function(new, name)
+        site = next(s.number for s in sites if s.instruction.startswith("tcgen05.ld")
+                    and f"%emu_ldp{s.number}" in body)
+        flag = f"%emu_ldp{site}"
+        set_at = body.index(f"setp.eq.u32 {flag}, 0, 0;")
+        cleared_at = body.index(f"setp.ne.u32 {flag}, 0, 0;", set_at)
+        checks = [m.start() for m in re.finditer(rf"@{re.escape(flag)} call __nvfp4emu_ld_unwaited", body)]
+        assert checks, name
+        between = [c for c in checks if set_at < c < cleared_at]
+        if name == "ld_unwaited":
+            assert between, "the read before the wait is not checked while the flag is set"
+        else:
+            assert not between, "a read after the wait is checked before the flag is cleared"
+
+
+@pytest.mark.parametrize("statement, reads", [
+    ("add.s32 %r1, %r2, %r3;", {"%r2", "%r3"}),
+    ("st.global.u32 [%rd1+4], %r5;", {"%rd1", "%r5"}),
+    ("@%p1 mov.b64 %rd2, {%r1, %r2};", {"%r1", "%r2"}),
+    ("ld.b32 %r1, [%emu_t3+8];", {"%emu_t3"}),
+    ("selp.u32 %r4, 1, 0, %p2;", {"%p2"}),
+])
+def test_reads_are_the_operands_after_the_destination_or_all_of_a_store(statement, reads):
+    assert ptx_rewrite._reads(statement) == reads
+
+
+SITES = {3: "tcgen05.ld.sync.aligned.32x32b.x32.b32 {...}, [%r9];",
+         5: "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [%r1], ...;",
+         7: "cp.async.bulk.tensor.2d.shared::cluster.global... [%r2], ...;"}
+
+
+@pytest.mark.parametrize("record, words", [
+    ([70, 3, 0, 0], "were read before tcgen05.wait::ld"),
+    ([71, 3, 5, 0], "still writes: that operation was never committed"),
+    ([71, 3, 5, 0x441], "commit arrives on the mbarrier at shared address 0x440, and no thread waited"),
+    ([72, 3, 5, 0], "this tcgen05.dealloc frees tensor-memory columns that `tcgen05.mma"),
+    ([73, 5, 1, 0x400], "the B operand of this instruction in shared memory (descriptor start 0x400) changed"),
+    ([74, 7, 5, 0x441], "this copy writes shared memory that `tcgen05.mma"),
+])
+def test_each_async_error_is_one_line_naming_the_instruction_and_the_missing_step(record, words):
+    line = runtime.describe(record + [1, 0, 0, 33], SITES)
+    assert words in line and "\n" not in line
+    assert f"at `{SITES[record[1]]}`" in line and "CTA (1,0,0) thread 33" in line
+    if record[0] in (71, 72, 74):
+        assert f"`{SITES[5]}`" in line
+
+
+@pytest.mark.parametrize("bug", list(planted.BUGS))
+def test_each_planted_bug_applies_to_the_shipped_submission_exactly_once(bug):
+    shipped = open(os.path.join(ROOT, "submission.py")).read()
+    variant = planted.planted(bug, shipped)
+    assert variant != shipped
+    with pytest.raises(ValueError, match="occurs 0 times"):     # planted twice: an anchor is gone
+        planted.planted(bug, variant)
