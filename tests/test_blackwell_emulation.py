@@ -8,6 +8,7 @@
 - The ld/st offset table the rewriter relies on is the same for every thread of the warp.
 The GPU half (the shipped sm_100a kernel and the public submissions through eval.py) is `bash bench/run_gpu.sh emulation`.
 """
+import importlib.util
 import json
 import os
 import re
@@ -265,6 +266,103 @@ def test_ld_st_offsets_are_the_same_for_every_thread_and_cover_the_block_once(sh
             assert offset == 4 * ((row - first[0]) * ptx_rewrite.TMEM_COLUMNS + (col - first[1]))
             cells.add((row, col))
     assert len(cells) == 32 * count          # no two threads or registers share a cell
+
+
+def _ld_st_check():
+    """bench/emulation/ld_st_tables_check.py: the ld/st expectations derived from CUTLASS's encoding of the PTX
+    ISA's fragment figures (not from the library's table)."""
+    spec = importlib.util.spec_from_file_location("ld_st_tables_check", os.path.join(
+        ROOT, "bench", "emulation", "ld_st_tables_check.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# CUTLASS include/cute/atom/copy_traits_sm100.hpp, Copy_Traits<SM100_TMEM_LOAD_*>::DstLayout (flattened): the
+# cases the checker's one rule in .num was read from.
+CUTLASS_DST_LAYOUTS = {
+    ("32x32b", 1): ((32,), (32,), (32,), (1,)),
+    ("32x32b", 4): ((32,), (128,), (128,), (1,)),
+    ("16x64b", 1): ((2, 2, 8), (512, 32, 64), (32, 1), (1, 64)),
+    ("16x64b", 2): ((2, 2, 8), (1024, 32, 128), (32, 2), (1, 64)),
+    ("16x64b", 4): ((2, 2, 8), (2048, 32, 256), (32, 4), (1, 64)),
+    ("16x64b", 8): ((2, 2, 8), (4096, 32, 512), (32, 8), (1, 64)),
+    ("16x128b", 1): ((4, 8), (32, 128), (32, 2, 1), (1, 1024, 128)),
+    ("16x128b", 2): ((4, 8), (32, 256), (32, 2, 2), (1, 2048, 128)),
+    ("16x128b", 4): ((4, 8), (32, 512), (32, 2, 4), (1, 4096, 128)),
+    ("16x256b", 1): ((4, 8), (64, 256), (64, 2, 1), (1, 2048, 256)),
+    ("16x256b", 2): ((4, 8), (64, 512), (64, 2, 2), (1, 4096, 256)),
+    ("16x256b", 4): ((4, 8), (64, 1024), (64, 2, 4), (1, 8192, 256)),
+}
+
+
+def test_the_ld_st_expectation_rule_reproduces_the_transcribed_cutlass_layouts():
+    check = _ld_st_check()
+    for (shape, num), layout in CUTLASS_DST_LAYOUTS.items():
+        assert check._copy_layouts(shape, num)[:4] == layout, (shape, num)
+
+
+@pytest.mark.parametrize("shape", list(ptx_rewrite.LD_SHAPES))
+def test_the_library_ld_st_table_equals_the_expectation_derived_from_the_isa_figures(shape):
+    """The library's per-thread table (_cell, as in tcgen05_library.cu) plus the rewriter's per-register offsets
+    give, for .x1 to .x128, the cell the checker derives independently (bench/emulation/ld_st_tables_check.py)."""
+    check = _ld_st_check()
+    for num in (1, 2, 4, 8, 16, 32, 64, 128):
+        count = ptx_rewrite.LD_REGS_PER_REPEAT[shape] * num
+        offsets = ptx_rewrite.ld_st_offsets(shape, count)
+        for lane in range(32):
+            first = check.expected_cell(shape, num, lane, 0)
+            assert _cell(shape, lane, 0) == first, (num, lane)
+            for reg, offset in enumerate(offsets):
+                row, col = check.expected_cell(shape, num, lane, reg)
+                assert offset == 4 * ((row - first[0]) * ptx_rewrite.TMEM_COLUMNS + (col - first[1])), (num, lane, reg)
+
+
+def _simulated_ld_st_kernel(check, cell, cp_lanes):
+    """tests/blackwell/ld_st_tables.cu's output words, computed with the table `cell(shape, lane, reg)`."""
+    tmem = {}
+    words = []
+    for lane in range(128):
+        for col in range(128):
+            tmem[(lane, col)] = lane * 1000 + col
+    for shape, num, half in check.LD_CASES:
+        for t in range(128):
+            w, l = divmod(t, 32)
+            for r in range(check.REGS_PER_REPEAT[shape] * num):
+                dl, dc = cell(shape, l, r)
+                words.append(tmem[(32 * w + 16 * half + dl, check.LD_COL + dc)])
+    for index, (shape, num, half) in enumerate(check.ST_CASES):
+        for lane in range(128):
+            for col in range(128, 160):
+                tmem[(lane, col)] = 0x40000000 + lane * 1000 + col
+        for t in range(128):
+            w, l = divmod(t, 32)
+            for r in range(check.REGS_PER_REPEAT[shape] * num):
+                dl, dc = cell(shape, l, r)
+                tmem[(32 * w + 16 * half + dl, check.ST_COL + dc)] = 0x80000000 | index << 20 | t << 8 | r
+        words += [tmem[(t, check.ST_READ + j)] for t in range(128) for j in range(32)]
+    cp = {lane: r for r, lane in enumerate(cp_lanes)}
+    words += [(0xC0000000 | cp[t] << 8 | j) if t in cp else 0x40000000 + t * 1000 + check.CP_COL + j
+              for t in range(128) for j in range(8)]
+    assert len(words) == check.output_words()
+    return words
+
+
+def test_the_ld_st_checker_passes_the_library_table_and_names_a_wrong_one():
+    check = _ld_st_check()
+    rows = check.compare(_simulated_ld_st_kernel(check, _cell, [0, 1, 2, 3]))
+    assert [name for name, _ in rows] == ["ld 32x32b", "ld 16x64b", "ld 16x128b", "ld 16x256b", "st 32x32b",
+                                          "st 16x64b", "st 16x128b", "st 16x256b", "cp 4x256b (row r -> lane r)"]
+    assert all(problem is None for _, problem in rows), rows
+
+    def swapped(shape, lane, reg):      # 16x64b with the two lane bits of the figure swapped
+        if shape == "16x64b":
+            return lane // 4 + 8 * ((lane // 2) % 2), lane % 2 + 2 * reg
+        return _cell(shape, lane, reg)
+    rows = dict(check.compare(_simulated_ld_st_kernel(check, swapped, [0, 32, 64, 96])))
+    assert rows["ld 16x64b"].startswith("ld .x1: thread 1 register 0: got ") and rows["st 16x64b"]
+    assert rows["ld 16x128b"] is None and rows["st 16x256b"] is None
+    assert rows["cp 4x256b (row r -> lane r)"].endswith("(it matches CUTLASS's lane 32 r instead)")
 
 
 def test_an_error_record_reads_as_one_line_naming_the_instruction():

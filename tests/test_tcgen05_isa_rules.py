@@ -4,6 +4,7 @@ emulated MMA runs). Rules from the PTX ISA: "Instruction descriptor" (reserved b
 Shape" (N of cta_group::1 dense MMAs: steps of 8, but .kind::i8 takes 8, 16, 24, 32, then steps of 16).
 The error lines the worker prints are checked through arena/blackwell/runtime.py's `describe`."""
 import os
+import random
 import subprocess
 
 import pytest
@@ -12,6 +13,7 @@ from arena.blackwell import runtime, toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tests", "blackwell", "idesc_rules.cu")
+SUBBYTE = os.path.join(ROOT, "tests", "blackwell", "subbyte_smem.cu")
 
 F16, TF32, F8F6F4, I8, MXF8F6F4, MXF4, MXF4NVF4 = range(7)
 OK, RESERVED, SHAPE, K96, N_RULE, M64 = 0, 20, 23, 25, 30, 31
@@ -107,3 +109,57 @@ def test_lint_findings_read_as_warnings_naming_the_fix():
     assert ".32x128b.warpx4" in quarters and "CTA (5,0,0) thread 0" in quarters
     sbo = runtime.describe([61, 2, 0x40000001, 16, 0, 0, 0, 7], {2: "tcgen05.cp.cta_group::1.32x128b.warpx4 [%r1], %rd2;"})
     assert "SBO = 16 bytes" in sbo and "needs SBO >= 128" in sbo and "tcgen05.cp.cta_group::1.32x128b" in sbo
+
+
+@pytest.fixture(scope="module")
+def smem_position(tmp_path_factory):
+    try:
+        nvcc = toolchain.real_tool("nvcc")
+    except toolchain.ToolchainError:
+        pytest.skip("nvcc not found")
+    exe = str(tmp_path_factory.mktemp("subbyte") / "positions")
+    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, SUBBYTE], check=True, capture_output=True,
+                   text=True, timeout=300)
+
+    def run(kind, fmt, bits, count):
+        text = "".join(f"{kind} {fmt} {bits} {k}\n" for k in range(count))
+        out = subprocess.run([exe], input=text, capture_output=True, text=True, timeout=60, check=True).stdout
+        return [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+    return run
+
+
+def _isa_row(codes, width, rng):
+    """One K-major operand row of .kind::f8f6f4 / .kind::mxf8f6f4 in shared memory as the PTX ISA packs it
+    ("Packing format used for matrix A and B by .kind::mxf8f6f4 in Shared Memory": "contiguously packed along
+    with padding"; "Padding and alignment of the sub-byte types": .b4x16_p64 is sixteen 4-bit elements, then 64
+    bits of padding, .b6x16_p32 sixteen 6-bit elements, then 32 bits; the padding is uninitialised, so random
+    here). Each group of 16 elements is a little-endian bit stream, element 0 in the lowest bits (as TMA's
+    16U4_ALIGN16B / 16U6_ALIGN16B copy packed global memory, and as cuda_fp4.h packs two e2m1 per byte)."""
+    out = bytearray()
+    for g in range(0, len(codes), 16):
+        stream = sum(code << (width * i) for i, code in enumerate(codes[g:g + 16]))
+        data = stream.to_bytes(2 * width, "little")          # 16 elements x width bits = 2 * width bytes
+        out += data + bytes(rng.randrange(256) for _ in range(16 - len(data)))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("kind", [F8F6F4, MXF8F6F4])
+@pytest.mark.parametrize("fmt,width", [(5, 4), (3, 6), (4, 6), (0, 8), (1, 8)])
+def test_sub_byte_operands_are_read_packed_with_padding_as_the_isa_lays_them_out(smem_position, kind, fmt, width):
+    """e2m1 (5), e2m3 (3), e3m2 (4): 16 elements per 16 bytes, packed; e4m3/e5m2: one per byte. K = 32 elements
+    per MMA: 32 bytes of a row either way, so the 16-byte chunks (and the descriptor's LBO/SBO/swizzle) are
+    those of an 8-bit operand."""
+    rng = random.Random(kind * 10 + fmt)
+    for _ in range(20):
+        codes = [rng.randrange(1 << width) for _ in range(32)]
+        row = int.from_bytes(_isa_row(codes, width, rng), "little")
+        got = []
+        for w, bit in smem_position(kind, fmt, 8, 32):
+            got.append((row >> bit) & ((1 << w) - 1))
+        assert got == codes
+
+
+def test_other_kinds_keep_their_element_width(smem_position):
+    assert smem_position(F16, 1, 16, 3) == [(16, 0), (16, 16), (16, 32)]
+    assert smem_position(I8, 1, 8, 3) == [(8, 0), (8, 8), (8, 16)]
+    assert smem_position(MXF4, 1, 4, 3) == [(4, 0), (4, 4), (4, 8)]     # .kind::mxf4: two per byte, no padding

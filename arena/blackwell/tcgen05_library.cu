@@ -668,13 +668,32 @@ static __host__ __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_
   return E_NONE;
 }
 
-// Raw bits of element k of row r of an operand in shared memory (K-major) or, for A, in tensor memory.
-static __device__ __forceinline__ uint32_t emu_raw_smem(const EmuSDesc& d, uint32_t r, uint32_t k, uint32_t bits) {
-  const uint32_t bit = k * bits, byte = bit / 8u;
+// Bits an element of format `fmt` takes in shared memory under `kind`, and where element k of a K-major row
+// starts, in bits from the row's first byte (the descriptor then places each 16-byte chunk). PTX ISA "Packing
+// format used for matrix A and B by .kind::mxf8f6f4 in Shared Memory": the 4-bit and 6-bit elements "must be
+// contiguously packed along with padding": 16 elements packed (element 0 in the lowest bits), then padding to
+// 16 bytes (the layouts .b4x16_p64 and .b6x16_p32 of "Padding and alignment of the sub-byte types"). A row of
+// K = 32 elements thus spans 32 bytes, as with 8-bit elements. Every other case: `bits` per element, packed.
+static __host__ __device__ __forceinline__ uint32_t emu_smem_width(uint32_t kind, uint32_t fmt, uint32_t bits) {
+  if (kind != K_F8F6F4 && kind != K_MXF8F6F4) return bits;
+  return fmt == 5u ? 4u : (fmt == 3u || fmt == 4u) ? 6u : bits;    // e2m1; e2m3, e3m2; e4m3, e5m2
+}
+static __host__ __device__ __forceinline__ uint32_t emu_smem_bit(uint32_t k, uint32_t bits, uint32_t width) {
+  if (width == bits) return k * bits;
+  return 128u * (k / 16u) + width * (k % 16u);
+}
+
+// Raw bits of element k of row r of an operand in shared memory (K-major), `width` bits wide (emu_smem_width).
+static __device__ __forceinline__ uint32_t emu_raw_smem(const EmuSDesc& d, uint32_t r, uint32_t k, uint32_t bits,
+                                                        uint32_t width) {
+  const uint32_t bit = emu_smem_bit(k, bits, width), byte = bit / 8u;
   const uint32_t addr = emu_kmajor_chunk(d, r, byte & ~15u) + (byte & 15u);
-  uint32_t v;
+  const uint32_t shift = 8u * (addr & 3u) + (bit & 7u);
+  uint32_t v, hi = 0;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr & ~3u) : "memory");
-  return v >> (8u * (addr & 3u) + (bit & 7u));
+  if (shift + width > 32u)   // a 6-bit element across two words (always inside its 16-byte chunk)
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(hi) : "r"((addr & ~3u) + 4u) : "memory");
+  return (uint32_t)((((unsigned long long)hi << 32) | v) >> shift);
 }
 
 // Scale-factor cell for operand row r as the 32-lane quarter `quarter` holds it (scale_vec layouts in tensor
@@ -810,15 +829,17 @@ static __device__ void emu_mma_run(const EmuOp& op) {
     return;
   }
 
-  // Generic path: every kind, A in shared or tensor memory.
+  // Generic path: every kind, A in shared or tensor memory (sub-byte f8f6f4 elements packed in shared memory,
+  // one per byte in tensor memory).
+  const uint32_t wa = emu_smem_width(m.kind, m.afmt, m.bits), wb = emu_smem_width(m.kind, m.bfmt, m.bits);
   for (uint32_t n = 0; n < m.N; ++n) {
     for (uint32_t r = 0; r < m.M; ++r) {
       uint32_t* dc = D + r * EMU_COLS + n;
       if (m.kind == K_I8) {
         int acc = accumulate ? (int)*dc : 0;
         for (uint32_t k = 0; k < m.K; ++k) {
-          const uint32_t ra = a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem(da, r, k, 8);
-          const uint32_t rb = emu_raw_smem(db, n, k, 8);
+          const uint32_t ra = a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem(da, r, k, 8, 8);
+          const uint32_t rb = emu_raw_smem(db, n, k, 8, 8);
           acc += (int)emu_decode(K_I8, m.afmt, ra) * (int)emu_decode(K_I8, m.bfmt, rb);
         }
         *dc = (uint32_t)acc;
@@ -834,9 +855,9 @@ static __device__ void emu_mma_run(const EmuOp& op) {
             const uint32_t bit = k * m.bits;
             ra = A_tmem[r * EMU_COLS + bit / 32u] >> (bit % 32u);
           } else {
-            ra = emu_raw_smem(da, r, k, m.bits);
+            ra = emu_raw_smem(da, r, k, m.bits, wa);
           }
-          const uint32_t rb = emu_raw_smem(db, n, k, m.bits);
+          const uint32_t rb = emu_raw_smem(db, n, k, m.bits, wb);
           s = fmaf(emu_decode(m.kind, m.afmt, ra), emu_decode(m.kind, m.bfmt, rb), s);
         }
         if (m.scaled) {

@@ -1,4 +1,4 @@
-"""tcgen05.mma kinds f16 (bf16), tf32, f8f6f4 (e4m3) and i8 under --emulate-blackwell's runtime, against
+"""tcgen05.mma kinds f16 (bf16), tf32, f8f6f4 (e4m3, and packed e2m1 x e3m2) and i8 under --emulate-blackwell's runtime, against
 torch, with D read back by 32x32b and by 16x256b (which must agree cell for cell). Our own kernel:
 tests/blackwell/one_mma.cu. Needs a Hopper GPU; prints one row per kind; exit 1 on any mismatch.
 
@@ -57,9 +57,52 @@ def main() -> int:
         failures += not (ok and same_ld)
         print(f"{name:14s} 128x{n}x{k}: {'match' if ok else 'MISMATCH'} (max rel err {err:.2e}); "
               f"16x256b read {'equals' if same_ld else 'DIFFERS FROM'} 32x32b read", flush=True)
+    failures += packed_sub_byte(torch, runtime, module, n)
     failures += fp4_conversions(torch, runtime, load_inline)
     failures += packed_fp4_tma(torch, runtime, load_inline)
     return 1 if failures else 0
+
+
+def packed_sub_byte(torch, runtime, module, n) -> int:
+    """kind::f8f6f4 with A e2m1 and B e3m2, packed in shared memory as the PTX ISA lays them out ("Packing format
+    used for matrix A and B by .kind::mxf8f6f4 in Shared Memory"; .b4x16_p64 / .b6x16_p32): per 16 elements, a
+    little-endian bit stream (8 or 12 bytes), then padding to 16 bytes (filled with junk here). Against torch."""
+    import random
+    rng = random.Random(0)
+
+    def e2m1(c):
+        return (-1.0 if c & 8 else 1.0) * [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0][c & 7]
+
+    def e3m2(c):
+        e, m = (c >> 2) & 7, c & 3
+        return (-1.0 if c & 32 else 1.0) * (m / 4 * 2.0 ** -2 if e == 0 else (1 + m / 4) * 2.0 ** (e - 3))
+
+    def rows(count, width):
+        codes = [[rng.randrange(1 << width) for _ in range(32)] for _ in range(count)]
+        raw = bytearray()
+        for row in codes:
+            for g in (0, 16):
+                data = sum(c << (width * i) for i, c in enumerate(row[g:g + 16])).to_bytes(2 * width, "little")
+                raw += data + bytes(rng.randrange(256) for _ in range(16 - 2 * width))
+        return codes, torch.tensor(list(raw), dtype=torch.uint8).reshape(count, 32)
+
+    a_codes, a = rows(128, 4)
+    b_codes, b = rows(n, 6)
+    av = torch.tensor([[e2m1(c) for c in r] for r in a_codes], dtype=torch.float64)
+    bv = torch.tensor([[e3m2(c) for c in r] for r in b_codes], dtype=torch.float64)
+    expected = (av @ bv.T).float()
+    idesc = (1 << 4) | (5 << 7) | (4 << 10) | ((n >> 3) << 17) | ((128 >> 4) << 24)
+    d32 = torch.zeros(128, n, dtype=torch.int32, device="cuda")
+    d256 = torch.zeros_like(d32)
+    module.run(a.cuda(), b.cuda(), d32, d256, 2, idesc)
+    torch.cuda.synchronize()
+    runtime.raise_on_error()
+    got = d32.cpu().view(torch.float32)
+    err = ((got - expected).abs() / expected.abs().clamp_min(1.0)).max().item()
+    ok = err < 1e-6
+    print(f"{'f8f6f4 packed':14s} 128x{n}x32 e2m1 x e3m2, 16 per 16 bytes: {'match' if ok else 'MISMATCH'} "
+          f"(max rel err {err:.2e})", flush=True)
+    return int(not ok)
 
 
 def fp4_conversions(torch, runtime, load_inline) -> int:

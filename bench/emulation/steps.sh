@@ -9,8 +9,13 @@ emulation__cpu() {      # the rewriter and shim tests, on the device's nvcc
     python3 -m pytest -q tests/test_blackwell_emulation.py 2>&1 | tail -3
 }
 
-emulation__kinds() {    # tcgen05.mma kinds f16/tf32/f8f6f4/i8 and the 16x256b read, on our own one-MMA kernel
+emulation__kinds() {    # tcgen05.mma kinds f16/tf32/f8f6f4 (e4m3; packed e2m1 x e3m2)/i8 and the 16x256b read, our one-MMA kernel
     python3 bench/emulation/blackwell_emulation_kinds.py 2>&1 | grep -v Warning | tail -8
+}
+
+emulation__ld_st_tables() {   # tcgen05.ld/st fragment tables (.x1-.x8, both 16-lane halves) and cp 4x256b vs the ISA
+    python3 bench/emulation/ld_st_tables_check.py 2>&1 | grep -v Warning | tail -12
+    return "${PIPESTATUS[0]}"
 }
 
 emulation__exact() {    # the shipped sm_100a path bit for bit, tests and benchmarks, in one process
