@@ -32,7 +32,6 @@ MESSAGES = {
        "(lanes 32*(warp % 4) .. +31)",
     8: "tensor memory lanes from address {a:#x} run past lane 127",
     9: "tensor memory columns {a}..{a}+{b} run past column 511",
-    10: "a .sync.aligned tcgen05 instruction ran with only some lanes of the warp (active mask {a:#010x})",
     20: lambda a, b: f"instruction descriptor {a:#010x}: {_bits(b)} set, which the PTX ISA's descriptor table for "
                      f"this .kind marks reserved (or valid only for .kind::i8, .ws or sparse MMAs)" + _e2m1_hint(a, b),
     21: "instruction descriptor {a:#010x}: sparse MMA is not emulated",

@@ -181,8 +181,9 @@ static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
 }
 
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
-  const uint32_t mask = __activemask();
-  if (mask != 0xFFFFFFFFu && emu_lane() == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
+  // .sync.aligned: every lane of the warp executes it (the ISA's rule), so the library waits for all 32 even
+  // where the warp runs in two groups (a lane that completed queued operations in a wait loop comes late).
+  const uint32_t mask = 0xFFFFFFFFu;
   uint32_t start = 0;
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site);
@@ -247,9 +248,10 @@ static __device__ void emu_check_unfinished_writes(uint32_t site, uint32_t sm, u
 extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32_t site, uint32_t taddr,
                                                                           uint32_t shape, uint32_t nreg,
                                                                           uint32_t is_load) {
-  const uint32_t mask = __activemask();
+  // .sync.aligned: every lane of the warp executes it (the ISA's rule), so the library waits for all 32 even
+  // where the warp runs in two groups (a lane that completed queued operations in a wait loop comes late).
+  const uint32_t mask = 0xFFFFFFFFu;
   const uint32_t l = emu_lane();
-  if (mask != 0xFFFFFFFFu && l == emu_leader(mask)) emu_fail(E_NOT_CONVERGED, site, mask, 0);
   const uint32_t lane0 = taddr >> 16, col0 = taddr & 0xFFFFu;
   uint32_t rows, cols, dl, dc;
   switch (shape) {
@@ -450,7 +452,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_smem_write(uint32_t site, uin
 
 // dealloc (after the queue: operations still in flight are reported)
 extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32_t taddr, uint32_t ncols) {
-  const uint32_t mask = __activemask();
+  // .sync.aligned: every lane of the warp executes it (the ISA's rule), so the library waits for all 32 even
+  // where the warp runs in two groups (a lane that completed queued operations in a wait loop comes late).
+  const uint32_t mask = 0xFFFFFFFFu;
   __syncwarp(mask);
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
