@@ -27,16 +27,21 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _explained(error: BaseException, capability: tuple | None) -> str:
-    """The plain cause when the error only means "this machine cannot run it" (arena/missing.py), else the
-    error's own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU."""
+def _explained(error: BaseException, capability: tuple | None, submission: str = "") -> str:
+    """The plain cause when the error is a load_inline build that failed (named as `eval.py compile` names it,
+    arena/compile/diagnosis.py) or only means "this machine cannot run it" (arena/missing.py), else the error's
+    own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU.
+    `submission`: its path, while it is being imported."""
     if type(error).__name__ in ("EmulationError", "EmulationBuildError"):   # --emulate-blackwell's own words
         return str(error).strip().splitlines()[0]
+    cause = None
     try:
         from arena import missing
-        cause = missing.explain_import_error(error, capability)
+        from arena.compile import load_inline_failure
+        cause = load_inline_failure(error, submission) if submission else None
+        cause = cause or missing.explain_import_error(error, capability)
     except Exception:
-        cause = None
+        pass
     return cause or _first_line(error)
 
 
@@ -296,7 +301,7 @@ def serve(sock: socket.socket):
         channel.send(sock, {"error": str(error)})
         return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
-        channel.send(sock, {"error": f"cannot import submission: {_explained(error, capability)}",
+        channel.send(sock, {"error": f"cannot import submission: {_explained(error, capability, hello.submission)}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation, blackwell)})

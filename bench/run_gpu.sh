@@ -12,7 +12,7 @@
 # limit still returns what it measured), all.log with every step's log, and summary.txt: the GPU, then one row
 # per step (exit status, seconds, last line), also printed at the end. STEP_TIMEOUT (default 590 s) caps a step;
 # the whole process group of a step is ended at the limit. Python wheels the machine lacks travel in .whl/ and are
-# installed into /tmp/site first.
+# installed into /tmp/site first; .whl/cpXY-site.tar.xz (bench/emulation/bring_wheels.sh) into site-packages.
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH")
@@ -67,6 +67,17 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+# .whl/cpXY-site.tar.xz (bench/emulation/bring_wheels.sh): packages the worker imports (`python -I` ignores
+# PYTHONPATH), unpacked into the interpreter's own site-packages when it is that Python.
+tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+for packed in .whl/*-site.tar.xz; do
+    [ -f "$packed" ] || continue
+    if [ "$packed" = ".whl/$tag-site.tar.xz" ]; then
+        tar -xJf "$packed" -C "$(python3 -c 'import site; print(site.getsitepackages()[0])')"
+    else
+        echo "skipping $packed: this python3 is $tag" >&2
+    fi
+done
 
 # Expand groups and `evaluator` into steps.
 todo=()

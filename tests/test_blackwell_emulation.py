@@ -129,6 +129,7 @@ ret;
     ("cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::2 [%r1], [%rd1, {%r2, %r3}], [%r1];",
      "TMA with .cta_group::2"),
     ("cvt.rn.relu.f16x2.e2m1x2 %r2, %r1;", "FP4 conversion is not emulated"),
+    ("clusterlaunchcontrol.try_cancel.async.shared::cta.b128 [%r1], [%r2];", "cluster launch control form"),
 ])
 def test_what_is_not_emulated_fails_in_one_line_naming_the_instruction(body, named):
     with pytest.raises(CannotEmulate) as caught:
@@ -197,6 +198,35 @@ def test_fp4_conversions_and_sm100_tma_spelling_are_rewritten_and_assemble(emula
     # a packed-FP4 map counts the innermost coordinate in 4-bit elements: it goes through the library first
     assert re.search(r"call \(emu_ret\), __nvfp4emu_tma_coord.*\n.*\n\s*cp\.async\.bulk\.tensor\.2d\.shared::cta"
                      r"\.global\.mbarrier::complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%emu_t\d+, ", code), code[-3000:]
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+CLC = os.path.join(ROOT, "tests", "blackwell", "clc.cu")
+
+
+@needs_nvcc
+def test_cluster_launch_control_is_a_cancel_that_never_succeeds_and_assembles(emulation_env, tmp_path):
+    original = _ptx(CLC, tmp_path, "clc")
+    forms = ["try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128 [",
+             "try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [",
+             "try_cancel.async.mbarrier::complete_tx::bytes.b128 [", "query_cancel.is_canceled.pred.b128 ",
+             "query_cancel.get_first_ctaid.v4.b32.b128 {", "query_cancel.get_first_ctaid::x.b32.b128 "]
+    for form in forms:
+        assert "clusterlaunchcontrol." + form in original, form
+    before = _ptxas(re.sub(r"\.target\s+sm_100a", ".target sm_90a", original), tmp_path)
+    assert before.returncode != 0 and "clusterlaunchcontrol" in before.stderr, before.stderr
+    new, _ = rewrite(original, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert "clusterlaunchcontrol" not in code
+    # every try_cancel writes 16 zero bytes and completes 16 bytes of transaction; the multicast form does so
+    # at the same offsets in every CTA of the cluster
+    assert len(re.findall(r"st\.shared(::cluster)?\.v4\.b32 \[[%\w]+\], \{(%emu_t\d+)(, \2){3}\};", code)) == 3
+    assert len(re.findall(r"mbarrier\.complete_tx\.relaxed\.cluster\.shared::(cta|cluster)\.b64 \[[%\w]+\], 16;",
+                          code)) == 3
+    assert re.search(r"mov\.u32 %emu_t\d+, %cluster_nctarank;(.*\n)*?.*mapa\.shared::cluster\.u32", code)
+    assert re.search(r"setp\.ne\.u32 p1, 0, 0;\s*selp\.u32 %r\d+, 1, 0, p1;", code)     # is_canceled: false
+    assert re.search(r"@p1 mov\.b32 %r\d+, 0; @p1 mov\.b32 %r\d+, 0; @p1 mov\.b32 %r\d+, 0;", code)
     done = _ptxas(new, tmp_path)
     assert done.returncode == 0, done.stderr
 

@@ -468,6 +468,63 @@ def _check_bulk_write(m: re.Match, widths: dict[str, int], site: int) -> str:
     return e.text() + "\n\t" + m.group(0)
 
 
+_CLC = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>clusterlaunchcontrol\.[\w:.]+)"
+                  r"(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
+CLC_RESPONSE_BYTES = 16
+
+
+def _rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
+    """Cluster launch control as a cancel that never succeeds: every CTA of the grid runs, so a persistent
+    kernel's first tile is its only one. try_cancel writes a 16-byte all-zero response (the emulation's "not
+    canceled") and completes 16 bytes of transaction on the mbarrier, as the hardware does when the response
+    lands; with .multicast::cluster::all, at the same offsets in every CTA of the cluster (each CTA waits on its
+    own mbarrier for its own copy). query_cancel.is_canceled gives false; get_first_ctaid, which a kernel reads
+    only after a successful cancel, gives 0."""
+    instruction = " ".join(m.group(0).split())
+    op, guard = m.group("op"), (m.group("guard") or "").strip()
+    quals = op.split(".")[1:]
+    e = _Emitter(widths, guard + " " if guard else "")
+    operands = _split_operands(m.group("args"))
+    if quals[:2] == ["try_cancel", "async"] and "mbarrier::complete_tx::bytes" in quals and quals[-1] == "b128" \
+            and len(operands) == 2 and set(quals) <= {"try_cancel", "async", "shared::cta", "b128",
+                                                      "mbarrier::complete_tx::bytes", "multicast::cluster::all"}:
+        address = e.shared_address if "shared::cta" in quals else e.generic_to_shared
+        response, barrier = address(operands[0]), address(operands[1])
+        zero = e.temp(32)
+        skip = f"$emu_clc_done_{m.start()}"
+        if guard:
+            negated = guard[2:] if guard.startswith("@!") else guard[1:]
+            e.body.append(f"@{'' if guard.startswith('@!') else '!'}{negated} bra {skip};")
+        e.body.append(f"mov.b32 {zero}, 0;")
+        if "multicast::cluster::all" not in quals:
+            e.body += [f"st.shared.v4.b32 [{response}], {{{zero}, {zero}, {zero}, {zero}}};",
+                       "fence.acq_rel.cluster;",
+                       f"mbarrier.complete_tx.relaxed.cluster.shared::cta.b64 [{barrier}], {CLC_RESPONSE_BYTES};"]
+        else:
+            rank, count, there, there_barrier, more = e.temp(32), e.temp(32), e.temp(32), e.temp(32), e.temp(1)
+            loop = f"$emu_clc_cta_{m.start()}"
+            e.body += [f"mov.u32 {count}, %cluster_nctarank;", f"mov.u32 {rank}, 0;", f"{loop}:",
+                       f"mapa.shared::cluster.u32 {there}, {response}, {rank};",
+                       f"mapa.shared::cluster.u32 {there_barrier}, {barrier}, {rank};",
+                       f"st.shared::cluster.v4.b32 [{there}], {{{zero}, {zero}, {zero}, {zero}}};",
+                       "fence.acq_rel.cluster;",
+                       f"mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [{there_barrier}], "
+                       f"{CLC_RESPONSE_BYTES};",
+                       f"add.u32 {rank}, {rank}, 1;", f"setp.lt.u32 {more}, {rank}, {count};",
+                       f"@{more} bra {loop};"]
+        if guard:
+            e.body.append(f"{skip}:")
+        return e.text()
+    if quals[:2] == ["query_cancel", "is_canceled"] and quals[2:] == ["pred", "b128"] and len(operands) == 2:
+        return f"{e.guard}setp.ne.u32 {operands[0]}, 0, 0;"
+    vector = quals[1:] == ["get_first_ctaid", "v4", "b32", "b128"]
+    one = quals[1:2] in (["get_first_ctaid::x"], ["get_first_ctaid::y"], ["get_first_ctaid::z"]) \
+        and quals[2:] == ["b32", "b128"]
+    if quals[0] == "query_cancel" and (vector or one) and len(operands) == 2:
+        targets = [t.strip() for t in operands[0].strip("{} ").split(",")]
+        return " ".join(f"{e.guard}mov.b32 {t}, 0;" for t in targets if t != "_")
+    raise CannotEmulate(f"`{instruction}`: this cluster launch control form is not emulated")
+
 
 def _merge_library(ptx: str, library_ptx: str) -> str:
     """Insert the library's globals and functions after the module header; the module's own definition of
@@ -519,6 +576,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
 
     text = _BULK_TO_SHARED.sub(check_write, text)
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
+    text = _CLC.sub(lambda m: _rewrite_clc(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
     text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from arena import sandbox
 from arena.compile.archs import EMULATED, MMA_PATTERN
+from arena.compile.diagnosis import build_failure
 from arena.compile.nvcc import compiler, disassembler, nvcc_command, system_includes
 from arena.compile.sources import CompileError, Source, find_sources
 
@@ -71,9 +72,7 @@ def build(source: Source, arch: str) -> Build:
     done, _ = sandbox.run_jailed(commands, f"compile:{source.text}", {path: source.text}, readable, env)
     compiled = done[0]
     if compiled.returncode != 0:
-        lines = compiled.stderr.strip().splitlines()
-        errors = [line for line in lines if "emulate-blackwell:" in line] or [line for line in lines if "error" in line]
-        error = errors[0] if errors else lines[-1] if lines else "nvcc failed"
+        error = build_failure(compiled.stderr + compiled.stdout)
         return Build(source.name, arch, FAILED, error=sandbox.clean_text(error, 600))
     if arch == EMULATED:            # tcgen05 became library calls: no tensor-core instruction to count
         return Build(source.name, arch, BUILT, kernels=parse_ptxas(compiled.stderr))
