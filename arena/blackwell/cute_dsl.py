@@ -14,14 +14,13 @@ loaded library's error record (`__nvfp4emu_state`) is read after every call, as 
 from __future__ import annotations
 
 import glob
-import importlib.abc
-import importlib.util
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
+
+from arena.blackwell import import_patch
 
 ARCH = "sm_100a"
 COMPILER_MODULE = "cutlass.base_dsl.compiler"
@@ -156,44 +155,13 @@ def _wrap_loader(executor_module) -> None:
 _PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader}
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Patches the DSL's modules as they are imported, so a submission without CuTe DSL pays nothing."""
-
-    def __init__(self):
-        self._loaders = {}
-
-    def find_spec(self, name, path, target=None):
-        if name not in _PATCHES:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None:
-            return None
-        self._loaders[name] = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self._loaders[spec.name].create_module(spec)
-
-    def exec_module(self, module):
-        self._loaders[module.__name__].exec_module(module)
-        _PATCHES[module.__name__](module)
-
-
 def install() -> None:
     """Target sm_100a and patch the DSL on import (once per process; the environment from
     toolchain.prepare() must be in os.environ)."""
     if _state["installed"]:
         return
     _environment()
-    for name, patch in _PATCHES.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    sys.meta_path.insert(0, _PatchOnImport())
+    import_patch.install(_PATCHES)
     _state["installed"] = True
 
 
