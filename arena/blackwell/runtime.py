@@ -1,7 +1,8 @@
 """The worker side of `--emulate-blackwell` (installed before the submission is imported):
 
 - routes every torch.utils.cpp_extension build through arena/blackwell/toolchain.py (compute_100a device
-  code, tcgen05 rewritten into the emulation library, assembled for sm_90a);
+  code, tcgen05 rewritten into the emulation library, assembled for sm_90a), and CuTe DSL and Triton kernels
+  the same way (arena/blackwell/cute_dsl.py, triton_target.py);
 - shows the submission a Blackwell GPU: torch.cuda.get_device_capability() is (10, 0) and
   get_device_properties() says major 10, minor 0 (every other property is the real GPU's);
 - after each call, reads each emulated extension's error record and raises `EmulationError` with one line
@@ -167,6 +168,13 @@ def raise_on_error():
                 print(describe(warning, _sites(module_file)), file=sys.stderr, flush=True)
         if buffer[0]:
             raise EmulationError(describe(list(buffer), _sites(module_file)))
+    from arena.blackwell import cute_dsl, triton_target
+    for words, sites in cute_dsl.records() + triton_target.records():
+        if words[8] and (id(sites), words[8], words[9]) not in _state["warned"]:
+            _state["warned"].add((id(sites), words[8], words[9]))
+            print(describe(words[8:16], sites), file=sys.stderr, flush=True)
+        if words[0]:
+            raise EmulationError(describe(words, sites))
 
 
 def _build_error(error: BaseException) -> BaseException:
@@ -197,8 +205,10 @@ def install(torch) -> None:
     """Route the builds, show sm_100, and watch the extensions (once per process)."""
     if _state["installed"]:
         return
-    from arena.blackwell import toolchain
+    from arena.blackwell import cute_dsl, toolchain, triton_target
     os.environ.update(toolchain.prepare())
+    cute_dsl.install()      # CuTe DSL kernels: compiled for sm_100a, rewritten, loaded as sm_90a
+    triton_target.install()     # Triton kernels: compiled for cuda:100 through the same ptxas shim
     import torch.utils.cpp_extension as cpp_extension
 
     for name in ("load_inline", "load"):

@@ -1,0 +1,175 @@
+"""CuTe DSL (`import cutlass`, nvidia-cutlass-dsl) under `--emulate-blackwell`.
+
+The DSL compiles in-process: its `cute-to-nvvm` pass pipeline (cutlass/base_dsl/compiler.py, `Compiler.compile`)
+lowers the kernel to PTX for `cubin-chip` (CUTE_DSL_ARCH), assembles it with a linked-in ptxas
+(libnvptxcompiler) and embeds the result as the `kernels_binary` global of the host module (a fatbinary). The
+host code, JIT-compiled by MLIR's ExecutionEngine, hands that global to cudaLibraryLoadData
+(`CudaDialectJitCompiledFunction._load_cuda_library`, cutlass/cutlass_dsl/cuda_jit_executor.py).
+
+`install()` makes the DSL target sm_100a on the Hopper GPU and, when `cutlass.base_dsl.compiler` is imported,
+wraps `Compiler.compile`: the pipeline also dumps its PTX, which goes through the ptxas shim (tcgen05 rewritten,
+assembled for sm_90a), and the sm_90a cubin replaces the embedded binary before the JIT sees the module. Each
+loaded library's error record (`__nvfp4emu_state`) is read after every call, as for CUDA extensions.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+from arena.blackwell import import_patch
+
+ARCH = "sm_100a"
+COMPILER_MODULE = "cutlass.base_dsl.compiler"
+EXECUTOR_MODULE = "cutlass.cutlass_dsl.cuda_jit_executor"
+_BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
+_RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state
+_state = {"installed": False, "readers": []}
+
+
+class CuteDslEmulationError(RuntimeError):
+    """One line: why a CuTe DSL kernel could not be built for the emulation."""
+
+
+def _environment() -> None:
+    # The DSL reads these when it is imported: the target, and an empty private on-disk cache that it does not
+    # write (a cached module holds whatever binary an earlier run embedded, emulated or not).
+    os.environ["CUTE_DSL_ARCH"] = ARCH
+    os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
+    os.environ["CUTE_DSL_CACHE_DIR"] = tempfile.mkdtemp(prefix="cute-dsl-cache-")
+
+
+def with_ptx_dump(pipeline: str, base: str) -> str:
+    """The pipeline with its PTX written to `base`.<chip>.ptx (any dump path the user asked for is replaced)."""
+    pipeline = re.sub(r"\s*dump-ptx-path=('[^']*'|\S+)", "", pipeline)
+    at = pipeline.rfind("}")
+    if "cute-to-nvvm{" not in pipeline or at < 0:
+        raise CuteDslEmulationError(f"unexpected CuTe DSL pipeline (no cute-to-nvvm{{...}}): {pipeline[:200]}")
+    return f"{pipeline[:at].rstrip()} dump-ptx-path='{base}'{pipeline[at:]}"
+
+
+def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
+    """The ptxas shim on one sm_100a PTX file: the sm_90a cubin and the rewritten instructions by site number."""
+    from arena.blackwell import toolchain
+    with open(ptx_path, "rb") as f:
+        text = f.read()
+    if text.endswith(b"\0"):        # the DSL's dump ends with the C string's NUL, which ptxas reads as text
+        with open(ptx_path, "wb") as f:
+            f.write(text.rstrip(b"\0"))
+    cubin = ptx_path + ".sm90a.cubin"
+    sites_file = cubin + ".emu.json"
+    env = dict(os.environ, **{toolchain.SITES_ENV: sites_file})
+    shim = os.path.join(toolchain.workdir(), "shims", "ptxas")
+    done = subprocess.run([shim, f"-arch={ARCH}", ptx_path, "-o", cubin], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        line = next((x for x in lines if "emulate-blackwell:" in x), lines[-1] if lines else "ptxas failed")
+        raise CuteDslEmulationError(line[line.find("emulate-blackwell:"):] if "emulate-blackwell:" in line else line)
+    sites = {}
+    if os.path.exists(sites_file):
+        with open(sites_file) as f:
+            sites = {int(r["site"]): str(r["instruction"]) for r in json.load(f)}
+    with open(cubin, "rb") as f:
+        return f.read(), sites
+
+
+def replace_binary(module, cubin: bytes) -> int:
+    """Put `cubin` in place of every embedded GPU binary global of the compiled host module; how many."""
+    from cutlass._mlir import ir
+    replaced = 0
+    with module.context:
+        for op in module.body.operations:
+            o = op.operation
+            if o.name != "llvm.mlir.global" or "value" not in o.attributes:
+                continue
+            try:
+                blob = ir.StringAttr(o.attributes["value"]).value_bytes
+            except ValueError:
+                continue
+            if blob[:4] not in _BINARY_MAGIC:
+                continue
+            o.attributes["value"] = ir.StringAttr.get(cubin)
+            o.attributes["global_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.array<{len(cubin)} x i8>"))
+            replaced += 1
+    return replaced
+
+
+_SITES: dict[int, tuple[object, dict[int, str]]] = {}     # id(compiled module) -> (module, its sites)
+
+
+def _wrap_compile(compiler_module) -> None:
+    original = compiler_module.Compiler.compile
+
+    def compile(self, module, pipeline, *args, **kwargs):
+        if f"cubin-chip={ARCH}" not in pipeline:      # the pipeline names its target; others pass through
+            return original(self, module, pipeline, *args, **kwargs)
+        with tempfile.TemporaryDirectory(prefix="cute-dsl-emu-") as folder:
+            original(self, module, with_ptx_dump(pipeline, os.path.join(folder, "kernel")), *args, **kwargs)
+            ptx = sorted(glob.glob(os.path.join(folder, "kernel*.ptx")))
+            if len(ptx) != 1:
+                raise CuteDslEmulationError(f"the CuTe DSL wrote {len(ptx)} PTX files; expected one")
+            cubin, sites = assemble_for_sm90a(ptx[0])
+        if replace_binary(module, cubin) != 1:
+            raise CuteDslEmulationError("the compiled CuTe DSL module holds no single embedded GPU binary to replace")
+        _SITES[id(module)] = (module, sites)    # the compiled function keeps this module as its ir_module
+
+    compile.__doc__ = original.__doc__
+    compiler_module.Compiler.compile = compile
+
+
+def _reader(library, sites: dict[int, str]):
+    """Reads and clears the error record of one loaded cudaLibrary_t (None when it has none)."""
+    from cuda.bindings import runtime as cudart
+    err, pointer, size = cudart.cudaLibraryGetGlobal(library, b"__nvfp4emu_state")
+    if err != cudart.cudaError_t.cudaSuccess or size < _RECORD_BYTES:
+        return None
+
+    def read() -> tuple[list[int], dict[int, str]] | None:
+        words = bytearray(_RECORD_BYTES)
+        if cudart.cudaMemcpy(words, pointer, _RECORD_BYTES, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)[0] != 0:
+            return None
+        cudart.cudaMemset(pointer, 0, _RECORD_BYTES)
+        return [int.from_bytes(words[i:i + 4], "little") for i in range(0, _RECORD_BYTES, 4)], sites
+    return read
+
+
+def _wrap_loader(executor_module) -> None:
+    cls = executor_module.CudaDialectJitCompiledFunction
+    original = cls._load_cuda_library
+
+    def _load_cuda_library(self):
+        libraries = original(self)
+        sites = _SITES.get(id(getattr(self, "ir_module", None)), (None, {}))[1]
+        for library in libraries:
+            read = _reader(library, sites)
+            if read:
+                _state["readers"].append(read)
+        return libraries
+
+    cls._load_cuda_library = _load_cuda_library
+
+
+_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader}
+
+
+def install() -> None:
+    """Target sm_100a and patch the DSL on import (once per process; the environment from
+    toolchain.prepare() must be in os.environ)."""
+    if _state["installed"]:
+        return
+    _environment()
+    import_patch.install(_PATCHES)
+    _state["installed"] = True
+
+
+def records() -> list[tuple[list[int], dict[int, str]]]:
+    """The non-empty error records of every loaded DSL library (each read clears it), with the site names."""
+    found = []
+    for read in _state["readers"]:
+        got = read()
+        if got and (got[0][0] or got[0][8]):
+            found.append(got)
+    return found

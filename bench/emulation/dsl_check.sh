@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# CuTe DSL and Triton submissions under --emulate-blackwell, on the GPU machine, from the repository root:
+#
+#   bash bench/emulation/dsl_check.sh            (FILES="task:file ..." overrides the list; LIMIT caps a file's s)
+#
+# Wheels the machine lacks (nvidia-cutlass-dsl and its cuda-python; bench/emulation/dsl_wheels.sh fetches them
+# into .whl/ on a machine with the registry) are installed into /tmp/site first, as bench/run_gpu.sh does.
+# Runs `eval.py test --emulate-blackwell` on the official CuTe DSL examples (.public-blackwell/official/, never
+# committed; see its MANIFEST.txt) and our own look-alikes, and prints one row per file:
+#   file | task | passed/total | seconds | first error line
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+OUT=${OUT:-out/dsl_check}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/*.whl >"$OUT/pip.log" 2>&1 || echo "pip install from .whl/ failed: $(tail -1 "$OUT/pip.log")"
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+# nvidia_cutlass_dsl.pth puts the DSL's python_packages on the path; a --target folder's .pth files are not read.
+[ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] && export PYTHONPATH=/tmp/site/nvidia_cutlass_dsl/python_packages:$PYTHONPATH
+python3 -c "import cutlass.cute" 2>/dev/null || echo "note: nvidia-cutlass-dsl is not importable (CuTe DSL rows will fail)"
+python3 -c "import triton; print('triton', triton.__version__)" 2>/dev/null || echo "note: triton is not importable"
+
+O=.public-blackwell/official
+FILES=${FILES:-". tests/blackwell/triton_lookalike.py
+. $O/nvfp4_gemm_submission.py
+tasks/nvfp4_gemv $O/nvfp4_gemv_template_cute.py
+tasks/nvfp4_dual_gemm $O/nvfp4_dual_gemm_submission.py
+tasks/nvfp4_group_gemm $O/nvfp4_group_gemm_submission.py"}
+
+row() {     # TASK FILE: one eval.py test run, one row
+    local task=$1 file=$2 label start rc verdict
+    label=$(basename "$file" .py)
+    if [ ! -f "$file" ]; then echo "$file | $task | - | 0 | missing (fetch it: see .public-blackwell/MANIFEST.txt)"; return; fi
+    start=$SECONDS
+    timeout "${LIMIT:-580}" python3 eval.py test --emulate-blackwell -q --submission "$file" --task "$task" \
+        --json "$OUT/$label.json" >"$OUT/$label.out" 2>&1
+    rc=$?
+    verdict=$(python3 - "$OUT/$label.json" "$OUT/$label.out" "$rc" <<'PY'
+import json, sys
+cases, first = [], ""
+try:
+    d = json.load(open(sys.argv[1]))
+    cases = d.get("cases") or d.get("results") or []
+    first = next((c.get("error") or c.get("diagnosis") or "wrong output" for c in cases if not c.get("passed")), "")
+except Exception:
+    pass
+if not cases or not first and sys.argv[3] != "0":
+    lines = [x.strip() for x in open(sys.argv[2], errors="replace") if x.strip()]
+    first = next((x for x in lines if "emulate" in x or "Error" in x or "error" in x), lines[-1] if lines else "")
+    if sys.argv[3] in ("124", "137"):
+        first = f"timed out (LIMIT); {first}"
+ok = sum(1 for c in cases if c.get("passed"))
+print(f"{ok}/{len(cases)} | " + " ".join(str(first).split())[:300])
+PY
+)
+    echo "$file | $task | ${verdict%% | *} | $((SECONDS - start)) | ${verdict#* | }"
+}
+
+echo "file | task | passed/total | seconds | first error line"
+while read -r task file; do
+    [ -n "$task" ] && row "$task" "$file"
+done <<<"$FILES"

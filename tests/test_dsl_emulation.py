@@ -1,0 +1,99 @@
+"""CuTe DSL and Triton under --emulate-blackwell, as far as a machine without a GPU can check
+(arena/blackwell/cute_dsl.py, triton_target.py): each compiles our own kernel for sm_100 and the result that
+would be loaded is an sm_90a cubin. Skipped without nvcc, nvidia-cutlass-dsl or triton."""
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from arena.compile import find_tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_nvcc = pytest.mark.skipif(find_tool("nvcc") is None, reason="nvcc not found")
+pytestmark = [needs_nvcc, pytest.mark.slow]      # each case builds the emulation library with nvcc
+
+
+def _sm_of_cubin(blob: bytes) -> int:
+    """The SM number in a CUDA ELF's e_flags (bits 8-15)."""
+    assert blob[:4] == b"\x7fELF"
+    return (struct.unpack("<I", blob[48:52])[0] >> 8) & 0xFF
+
+
+def _run(script: str, tmp_path) -> str:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.path.join(ROOT, "tests", "blackwell"),
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_with_ptx_dump_replaces_the_users_path():
+    from arena.blackwell.cute_dsl import with_ptx_dump
+    pipeline = "builtin.module(cute-to-nvvm{cubin-format=bin dump-ptx-path='/x/y' cubin-chip=sm_100a})"
+    assert with_ptx_dump(pipeline, "/t/kernel") == ("builtin.module(cute-to-nvvm{cubin-format=bin cubin-chip=sm_100a "
+                                                    "dump-ptx-path='/t/kernel'})")
+
+
+def test_cute_dsl_kernel_is_compiled_for_sm100a_and_embedded_as_sm90a(tmp_path):
+    pytest.importorskip("cutlass.cute")
+    out = _run("""
+        import os, sys
+        from arena.blackwell import cute_dsl, toolchain
+        os.environ.update(toolchain.prepare())
+        cute_dsl.install()
+        from cutlass.base_dsl import compiler
+        from cutlass._mlir import ir
+        seen = []
+        class Stop(Exception): pass
+        def jit(self, module, *args, **kwargs):      # the JIT needs a GPU driver: stop there, read the module
+            for op in module.body.operations:
+                o = op.operation
+                if o.name == "llvm.mlir.global" and "value" in o.attributes:
+                    try:
+                        blob = ir.StringAttr(o.attributes["value"]).value_bytes
+                    except ValueError:
+                        continue
+                    if blob[:4] in (b"\\x7fELF", b"\\x50\\xed\\x55\\xba"):
+                        seen.append(blob)
+            raise Stop()
+        compiler.Compiler.jit = jit
+        import cute_dsl_tiny
+        try:
+            cute_dsl_tiny.compile_only()
+        except Exception:
+            pass
+        print(os.environ["CUTE_DSL_ARCH"], len(seen), seen[0].hex() if seen else "")
+    """, tmp_path)
+    arch, count, blob = out.split()
+    assert (arch, count) == ("sm_100a", "1")
+    assert _sm_of_cubin(bytes.fromhex(blob)) == 90
+
+
+def test_triton_dot_scaled_kernel_is_compiled_for_cuda100_through_the_shim(tmp_path):
+    pytest.importorskip("triton")
+    out = _run("""
+        import os, re
+        from arena.blackwell import toolchain, triton_target
+        os.environ.update(toolchain.prepare())
+        triton_target.install()
+        import triton
+        from triton.backends.nvidia.driver import CudaDriver
+        import triton_lookalike as T
+        target = CudaDriver.get_current_target(None)
+        sig = {"a_ptr": "*u8", "b_ptr": "*u8", "sfa_ptr": "*fp8e4nv", "sfb_ptr": "*fp8e4nv", "c_ptr": "*fp16"}
+        for name in ("M N K sa_m sa_k sa_l sb_n sb_k sb_l ssa_m ssa_k ssa_l ssb_n ssb_k ssb_l sc_m sc_n sc_l").split():
+            sig[name] = "i32"
+        consts = dict(BM=128, BN=128, BK=128, VEC=16)
+        sig.update({c: "constexpr" for c in consts})
+        k = triton.compile(triton.compiler.ASTSource(fn=T._gemm, signature=sig, constexprs=consts), target=target)
+        ptx = k.asm["ptx"]
+        print(target.arch, re.search(r"\\.target (\\S+)", ptx).group(1),
+              "tcgen05.mma" in ptx and "kind::mxf4nvf4" in ptx, k.asm["cubin"][:64].hex())
+    """, tmp_path)
+    arch, ptx_target, block_scaled, head = out.split()
+    assert (arch, ptx_target, block_scaled) == ("100", "sm_100a", "True")
+    assert _sm_of_cubin(bytes.fromhex(head)) == 90
