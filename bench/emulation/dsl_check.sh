@@ -3,8 +3,9 @@
 #
 #   bash bench/emulation/dsl_check.sh            (FILES="task:file ..." overrides the list; LIMIT caps a file's s)
 #
-# Wheels the machine lacks (nvidia-cutlass-dsl and its cuda-python; bench/emulation/dsl_wheels.sh fetches them
-# into .whl/ on a machine with the registry) are installed into /tmp/site first, as bench/run_gpu.sh does.
+# Run it through `bash bench/run_gpu.sh emulation/dsl`, which first unpacks .whl/cp312-site.tar.xz (CuTe DSL and its
+# cuda-python, made by bench/emulation/bring_wheels.sh dsl on a machine with the registry) into site-packages,
+# where the jailed worker (`python -I`) imports them.
 # Runs `eval.py test --emulate-blackwell` on the official CuTe DSL examples (.public-blackwell/official/, never
 # committed; see its MANIFEST.txt) and our own look-alikes, and prints one row per file:
 #   file | task | passed/total | seconds | first error line
@@ -12,13 +13,6 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-out/dsl_check}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl >"$OUT/pip.log" 2>&1 || echo "pip install from .whl/ failed: $(tail -1 "$OUT/pip.log")"
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-# nvidia_cutlass_dsl.pth puts the DSL's python_packages on the path; a --target folder's .pth files are not read.
-[ -d /tmp/site/nvidia_cutlass_dsl/python_packages ] && export PYTHONPATH=/tmp/site/nvidia_cutlass_dsl/python_packages:$PYTHONPATH
 python3 -c "import cutlass.cute" 2>/dev/null || echo "note: nvidia-cutlass-dsl is not importable (CuTe DSL rows will fail)"
 python3 -c "import triton; print('triton', triton.__version__)" 2>/dev/null || echo "note: triton is not importable"
 
@@ -34,7 +28,7 @@ row() {     # TASK FILE: one eval.py test run, one row
     label=$(basename "$file" .py)
     if [ ! -f "$file" ]; then echo "$file | $task | - | 0 | missing (fetch it: see .public-blackwell/MANIFEST.txt)"; return; fi
     start=$SECONDS
-    timeout "${LIMIT:-580}" python3 eval.py test --emulate-blackwell -q --submission "$file" --task "$task" \
+    timeout "${LIMIT:-540}" python3 eval.py test --emulate-blackwell -q --submission "$file" --task "$task" \
         --json "$OUT/$label.json" >"$OUT/$label.out" 2>&1
     rc=$?
     verdict=$(python3 - "$OUT/$label.json" "$OUT/$label.out" "$rc" <<'PY'
@@ -58,7 +52,12 @@ PY
     echo "$file | $task | ${verdict%% | *} | $((SECONDS - start)) | ${verdict#* | }"
 }
 
-echo "file | task | passed/total | seconds | first error line"
+# All files at once (builds are CPU-bound; emulated runs are never timed), rows printed in the list's order.
+n=0
 while read -r task file; do
-    [ -n "$task" ] && row "$task" "$file"
+    [ -n "$task" ] || continue
+    n=$((n + 1)); row "$task" "$file" >"$OUT/row.$n" &
 done <<<"$FILES"
+wait
+echo "file | task | passed/total | seconds | first error line"
+for i in $(seq 1 "$n"); do cat "$OUT/row.$i"; done

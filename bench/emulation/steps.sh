@@ -87,3 +87,11 @@ PY
     echo "$label | rc $rc | $((SECONDS - start))s | $verdict" >"$OUT/emu_$label.row"
     grep -m3 -E "emulate-blackwell|notice: --emulate" "$OUT/emu_$label.out" | cut -c1-300
 }
+
+emulation__dsl() {      # CuTe DSL and Triton submissions (official examples in .public-blackwell/official, look-alikes)
+    bash bench/emulation/dsl_check.sh
+}
+
+emulation__planted() {  # the planted tcgen05 bugs of tests/blackwell/planted.py, each named in one line
+    bash bench/emulation/planted_check.sh
+}
