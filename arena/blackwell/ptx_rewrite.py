@@ -166,10 +166,11 @@ class _Emitter:
             names.append(name)
         out = None
         if result_bits:
-            self.decls.append(f".param .b{result_bits} emu_ret;")
             out = self.temp(result_bits)
-            self.body.append(f"{self.guard}call (emu_ret), {function}, ({', '.join(names)});")
-            self.body.append(f"ld.param.b{result_bits} {out}, [emu_ret];")
+            ret = f"emu_ret{self.count}"
+            self.decls.append(f".param .b{result_bits} {ret};")
+            self.body.append(f"{self.guard}call ({ret}), {function}, ({', '.join(names)});")
+            self.body.append(f"ld.param.b{result_bits} {out}, [{ret}];")
         else:
             self.body.append(f"{self.guard}call {function}, ({', '.join(names)});")
         return out
@@ -333,7 +334,8 @@ def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
 
 def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     """A tensor TMA gets its innermost coordinate through __nvfp4emu_tma_coord, which halves it for a packed-FP4
-    map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes)."""
+    map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes), and
+    its map through __nvfp4emu_tma_map (a UINT8 copy of a packed-FP4 map the kernel's host code encoded itself)."""
     if ".im2col" in m.group("op"):
         return m.group(0)
     guard = (m.group("guard") or "").strip()
@@ -344,9 +346,11 @@ def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
         e.body.append(f"cvta.param.u64 {t}, {tmap};" if "_param_" in tmap else f"cvta.global.u64 {t}, {tmap};")
         tmap = t
     c0 = e.call("__nvfp4emu_tma_coord", [(e.value(tmap, 64), 64), (e.value(m.group("c0"), 32), 32)], 32)
-    args = m.group("args")
-    start, end = m.start("c0") - m.start("args"), m.end("c0") - m.start("args")
-    e.body.append(f"{e.guard}{m.group('op')}{args[:start]}{c0}{args[end:]};")
+    used = e.call("__nvfp4emu_tma_map", [(e.value(tmap, 64), 64)], 64)
+    args, at = m.group("args"), m.start("args")
+    map_start, map_end = m.start("map") - at, m.end("map") - at
+    start, end = m.start("c0") - at, m.end("c0") - at
+    e.body.append(f"{e.guard}{m.group('op')}{args[:map_start]}{used}{args[map_end:start]}{c0}{args[end:]};")
     return e.text()
 
 

@@ -91,8 +91,10 @@ SITE_MESSAGES = {
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }
+MESSAGES[62] = ("a TMA uses a tensor map whose element type (word 2 = {a:#010x}) Hopper's TMA does not have; it is "
+                "read as packed FP4 and copied as UINT8 (dim0 and box0 halved, box0 - 1 was {b:#010x} >> 24)")
 KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
-WARNINGS = (60, 61)
+WARNINGS = (60, 61, 62)
 
 
 def _bits(mask: int) -> str:

@@ -69,7 +69,7 @@ enum : uint32_t {
   E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64,
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
-  W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
+  W_SCALE_QUARTERS = 60, W_SBO_OVERLAP, W_TMAP_RETYPED,
   E_LD_UNWAITED = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
 };
 
@@ -420,7 +420,19 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_wait_failed(uint32_t site
   const uint32_t sm = emu_smid();
   if (sm >= EMU_MAX_SM) return 0u;
   const int q = emu_queue_of(sm);
-  if (q < 0 || atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) return 0u;
+  if (q < 0) return 0u;
+  // Without the lock first: most failed waits are for a TMA or a thread's arrival, and the waiting threads must
+  // not slow the one completing operations.
+  bool wanted = false;
+  for (uint32_t i = *(volatile uint32_t*)&__nvfp4emu_qhead[q], tail = *(volatile uint32_t*)&__nvfp4emu_qtail[q];
+       i != tail && !wanted; ++i) {
+    const volatile EmuOp& op = emu_qop(q, i);
+    wanted = op.verb == OP_COMMIT && op.mbar == mbar;
+  }
+  if (!wanted || *(volatile int*)&__nvfp4emu_qlock[q] != 0 || atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) {
+    __nanosleep(500);
+    return 0u;
+  }
   __threadfence();
   const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
   uint32_t end = head;
@@ -964,7 +976,66 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_e2m1x2_f32(float a, f
 
 // ---- TMA on packed-FP4 maps (encoded as UINT8 by emulation_host.h): the kernel's innermost coordinate counts
 // 4-bit elements, the map counts bytes. Halve it when `tmap` is one of the registered maps.
+// ---- Tensor maps a kernel's host code encodes itself (CuTe DSL writes the descriptor's bits; the driver's encoder
+// that emulation_host.h redirects is never called). Hopper's TMA faults on a Blackwell-only element type, so such
+// a map of packed FP4 is copied to global memory as the same bytes in UINT8: element type 0, dim0 and box0
+// halved (the kernel's innermost coordinate is halved by __nvfp4emu_tma_coord). The descriptor's words, as the
+// driver lays them out (bench/emulation/tensormap_fields.py, measured on an H200): w2 bits 7-11 the element type
+// (UINT8 0, UINT16 1, UINT32 2, INT32 3, FLOAT16 6, FLOAT32 7, BFLOAT16 10; TFLOAT32 is FLOAT32 with bit 16),
+// w8 dim0 - 1, w13 bits 24-31 box0 - 1, w16 the bytes of one box (the same either way).
+#define EMU_TMAP_SLOTS 64
+extern "C" {
+__device__ __align__(128) uint32_t __nvfp4emu_tmap_src[EMU_TMAP_SLOTS * 32];
+__device__ __align__(128) uint32_t __nvfp4emu_tmap_new[EMU_TMAP_SLOTS * 32];
+__device__ uint32_t __nvfp4emu_tmap_count;
+__device__ int __nvfp4emu_tmap_lock;
+}
+static __device__ __forceinline__ uint32_t emu_tmap_type(const uint32_t* w) { return (w[2] >> 7) & 0x1Fu; }
+static __device__ __forceinline__ bool emu_tmap_hopper_type(uint32_t t) { return t <= 10u; }
+
+static __device__ int emu_tmap_find(const uint32_t* w, uint32_t count) {
+  for (uint32_t i = 0; i < count && i < EMU_TMAP_SLOTS; ++i) {
+    bool same = true;
+    for (uint32_t k = 0; k < 32u && same; ++k) same = ((volatile uint32_t*)__nvfp4emu_tmap_src)[32u * i + k] == w[k];
+    if (same) return (int)i;
+  }
+  return -1;
+}
+
+// The map a TMA uses: `tmap` itself, or its UINT8 copy when its element type is not one Hopper's TMA knows.
+extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tma_map(unsigned long long tmap) {
+  const uint32_t* w = (const uint32_t*)tmap;
+  if (emu_tmap_hopper_type(emu_tmap_type(w))) return tmap;
+  int slot = emu_tmap_find(w, *(volatile uint32_t*)&__nvfp4emu_tmap_count);
+  if (slot < 0) {
+    while (atomicCAS(&__nvfp4emu_tmap_lock, 0, 1) != 0) __nanosleep(100);
+    __threadfence();
+    const uint32_t count = *(volatile uint32_t*)&__nvfp4emu_tmap_count;
+    slot = emu_tmap_find(w, count);
+    if (slot < 0 && count < EMU_TMAP_SLOTS) {
+      slot = (int)count;
+      uint32_t* src = __nvfp4emu_tmap_src + 32u * count;
+      uint32_t* out = __nvfp4emu_tmap_new + 32u * count;
+      for (uint32_t k = 0; k < 32u; ++k) src[k] = out[k] = w[k];
+      out[2] = w[2] & ~(0x1Fu << 7);
+      out[8] = (w[8] + 1u) / 2u - 1u;
+      out[13] = (w[13] & 0x00FFFFFFu) | ((((w[13] >> 24) + 1u) / 2u - 1u) << 24);
+      emu_warn(W_TMAP_RETYPED, 0, w[2], w[13]);
+      asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+      __threadfence();
+      *(volatile uint32_t*)&__nvfp4emu_tmap_count = count + 1u;
+    }
+    __threadfence();
+    atomicExch(&__nvfp4emu_tmap_lock, 0);
+    if (slot < 0) return tmap;   // more than EMU_TMAP_SLOTS such maps: the TMA faults as it would have
+  }
+  const uint32_t* out = __nvfp4emu_tmap_new + 32u * (uint32_t)slot;
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(out) : "memory");
+  return (unsigned long long)out;
+}
+
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0) {
+  if (!emu_tmap_hopper_type(emu_tmap_type((const uint32_t*)tmap))) return (uint32_t)((int32_t)c0 >> 1);
   const uint32_t n = *(volatile uint32_t*)&__nvfp4emu_state[16];
   const unsigned long long* map = (const unsigned long long*)tmap;
   const unsigned long long first = map[0];
