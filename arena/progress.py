@@ -22,15 +22,19 @@ def gpu_present() -> bool:
 
 
 def extensions_built_by(submission_path: str) -> list[str]:
-    """The `name=` of each load_inline/load call in the submission's source (what builds when it is imported)."""
+    """What the submission compiles when it is imported or first called: the `name=` of each load_inline/load call,
+    and its CuTe DSL or Triton kernels (both JIT-compile on the first call)."""
     try:
         source = open(submission_path, encoding="utf-8", errors="replace").read()
     except OSError:
         return []
+    jit = [label for label, marks in (("CuTe DSL kernels", ("cute.compile", "@cute.jit", "@cute.kernel")),
+                                      ("Triton kernels", ("@triton.jit",)))
+           if any(mark in source for mark in marks)]
     if "load_inline" not in source and "cpp_extension" not in source:
-        return []
+        return jit
     names = list(dict.fromkeys(re.findall(r"""name\s*=\s*["']([A-Za-z0-9_]+)["']""", source)))
-    return names[:3] or ["(unnamed)"]
+    return (names[:3] or ["(unnamed)"]) + jit
 
 
 class Progress:

@@ -204,3 +204,16 @@ def test_a_report_or_plots_path_that_cannot_be_written_is_one_line_before_anythi
         assert run.code == 2, run.stderr
         errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and f"no folder {tmp_path / 'missing'}" in errors[0], run.stderr
+
+
+@pytest.mark.parametrize("source, names", [
+    ("import cutlass.cute as cute\n@cute.jit\ndef k(): pass\n", ["CuTe DSL kernels"]),
+    ("import triton\n@triton.jit\ndef k(x): pass\n", ["Triton kernels"]),
+    ("from torch.utils.cpp_extension import load_inline\nm = load_inline(name='gemm', cpp_sources='')\n", ["gemm"]),
+    ("def custom_kernel(data):\n    return data[0]\n", []),
+])
+def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, source, names):
+    from arena.progress import extensions_built_by
+    path = tmp_path / "submission.py"
+    path.write_text(source)
+    assert extensions_built_by(str(path)) == names

@@ -207,8 +207,7 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
     elif verb == "fence":
         return "fence.acq_rel.cluster;"
     elif verb == "wait":
-        # The loads and stores are synchronous; wait::ld ends the window in which an ld's registers are
-        # undefined (mark_unwaited_loads).
+        # The loads and stores are synchronous; wait::ld finishes the warp's loads (finish_loads).
         return WAIT_LD_MARK if ".wait::ld" in op else "// emulation: the st wait has nothing to do"
     elif verb == "commit":
         if "mbarrier::arrive::one" not in quals:
@@ -308,7 +307,7 @@ def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: s
             e.body.append(f"{e.guard}ld.b32 {reg}, [{ptr}+{offset}];")
         else:
             e.body.append(f"{e.guard}st.b32 [{ptr}+{offset}], {reg};")
-    if verb == "ld":   # its registers are undefined until tcgen05.wait::ld: see mark_unwaited_loads
+    if verb == "ld":   # it reads tensor memory until wait::ld or the use of a register: see finish_loads
         e.body.append(f"{LD_MARK} {site} {' '.join(regs)}")
 
 
@@ -421,16 +420,20 @@ def _function_bodies(text: str) -> list[tuple[int, int]]:
     return bodies
 
 
-def mark_unwaited_loads(text: str) -> str:
-    """The registers of a tcgen05.ld are undefined until tcgen05.wait::ld. Each ld site gets a predicate, set
-    by the ld and cleared by every wait::ld of the function; a statement that reads one of its registers while
-    it is set calls __nvfp4emu_ld_unwaited, which reports the ld (a missing wait::ld)."""
+def finish_loads(text: str) -> str:
+    """A tcgen05.ld reads tensor memory until tcgen05.wait::ld or until one of its registers is used (the register
+    dependence orders it: NVIDIA's CuTe DSL examples use the registers without ever waiting). The library keeps
+    each warp's unfinished load and reports an instruction that overwrites or frees its columns meanwhile. Here
+    each ld site gets a predicate, set by the ld; a wait::ld finishes every load of the warp
+    (__nvfp4emu_ld_finished(0)) and clears them all; the first statement that reads a register of a load still
+    flagged finishes that load."""
     if LD_MARK not in text:
         return text.replace(WAIT_LD_MARK, "// emulation: the ld wait")
     out, last = [], 0
+    finish = "{{ .param .b32 emu_ls; st.param.b32 [emu_ls], {site}; {guard}call __nvfp4emu_ld_finished, (emu_ls); }}"
     for start, end in _function_bodies(text):
         body = text[start:end]
-        if LD_MARK not in body:
+        if LD_MARK not in body and WAIT_LD_MARK not in body:
             continue
         loads = {}   # site -> destination registers
         for line in body.splitlines():
@@ -446,20 +449,20 @@ def mark_unwaited_loads(text: str) -> str:
                 lines.append(f"setp.eq.u32 {flag[int(stripped.split()[1])]}, 0, 0;")
                 continue
             if stripped == WAIT_LD_MARK:
-                lines.append(clear)
+                lines += [finish.format(site=0, guard=""), clear]
                 continue
             if stripped.endswith(";") and not stripped.startswith((".", "//")) and "%emu_ldp" not in stripped:
                 read = _reads(stripped)
                 for site, regs in loads.items():
                     if read & regs:
-                        lines.append(f"{{ .param .b32 emu_ls; st.param.b32 [emu_ls], {site}; "
-                                     f"@{flag[site]} call __nvfp4emu_ld_unwaited, (emu_ls); }}")
+                        lines += [finish.format(site=site, guard=f"@{flag[site]} "),
+                                  f"@{flag[site]} setp.ne.u32 {flag[site]}, 0, 0;"]
             lines.append(line)
         out.append(text[last:start])
         out.append("\n" + "\n".join(lines) + "\n")
         last = end
     out.append(text[last:])
-    return "".join(out).replace(WAIT_LD_MARK, "// emulation: the ld wait")
+    return "".join(out)
 
 
 def _check_bulk_write(m: re.Match, widths: dict[str, int], site: int) -> str:
@@ -584,7 +587,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
     text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)
-    text = mark_unwaited_loads(text)
+    text = finish_loads(text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)
     if left:
         raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")

@@ -80,8 +80,9 @@ def _unfinished(a: int, b: int, sites: dict[int, str], lead: str, verb: str) -> 
 
 # Codes whose words need the module's call sites (a names another instruction).
 SITE_MESSAGES = {
-    70: lambda a, b, sites: "the destination registers of this tcgen05.ld were read before tcgen05.wait::ld: they "
-                            "are undefined until the wait (add tcgen05.wait::ld between the load and the first use)",
+    70: lambda a, b, sites: f"this instruction writes or frees tensor-memory columns that `{sites.get(a, f'call site {a}')}` "
+                            f"(warp {b}) has not finished reading: that load was neither waited for (tcgen05.wait::ld) "
+                            "nor were its registers used yet, so the hardware may still be reading them",
     71: lambda a, b, sites: _unfinished(a, b, sites, "this tcgen05.ld reads tensor-memory columns that", "writes"),
     72: lambda a, b, sites: _unfinished(a, b, sites, "this tcgen05.dealloc frees tensor-memory columns that", "writes"),
     73: lambda a, b, sites: f"the {_OPERANDS.get(a, 'operand')} of this instruction in shared memory (descriptor start "

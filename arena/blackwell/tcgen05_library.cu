@@ -58,6 +58,18 @@ __device__ EmuOp __nvfp4emu_queue[EMU_MAX_SM * EMU_GRANULES * EMU_QLEN];
 __device__ uint32_t __nvfp4emu_qhead[EMU_MAX_SM * EMU_GRANULES];   // next to complete
 __device__ uint32_t __nvfp4emu_qtail[EMU_MAX_SM * EMU_GRANULES];   // next free
 __device__ int __nvfp4emu_qlock[EMU_MAX_SM * EMU_GRANULES];
+// Loads still reading tensor memory, one per warp of the CTA: (site, first column, columns, 0), site 0 = none. A
+// load is finished by tcgen05.wait::ld or by the first use of one of its registers (the register dependence
+// orders it; NVIDIA's CuTe DSL examples rely on that and never wait).
+__device__ uint32_t __nvfp4emu_ldpend[EMU_MAX_SM * EMU_GRANULES * 32 * 4];
+}
+static __device__ __forceinline__ uint4 emu_ldpend_get(uint32_t i) {
+  const volatile uint32_t* p = __nvfp4emu_ldpend + 4u * i;
+  return make_uint4(p[0], p[1], p[2], p[3]);
+}
+static __device__ __forceinline__ void emu_ldpend_set(uint32_t i, uint32_t site, uint32_t col, uint32_t n) {
+  volatile uint32_t* p = __nvfp4emu_ldpend + 4u * i;
+  p[1] = col; p[2] = n; p[0] = site;
 }
 
 // Error codes: kept in step with arena/blackwell/errors.py.
@@ -70,7 +82,7 @@ enum : uint32_t {
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP, W_TMAP_RETYPED,
-  E_LD_UNWAITED = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
+  E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -206,6 +218,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       if (found >= 0) {
         for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
         __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;
+        for (uint32_t w = 0; w < 32u; ++w) emu_ldpend_set((sm * EMU_GRANULES + found) * 32u + w, 0u, 0u, 0u);
       }
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
@@ -244,7 +257,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
 //   16x64b : thread l, register r -> lane l/4 + 8*(l%2),             column (l/2)%2 + 2r
 //   16x128b: thread l, register r -> lane l/4 + 8*(r%2),             column l%4 + 4*(r/2)
 //   16x256b: thread l, register r -> lane l/4 + 8*((r/2)%2),         column r%2 + 2*(l%4) + 8*(r/4)
-static __device__ void emu_check_unfinished_writes(uint32_t site, uint32_t sm, uint32_t col, uint32_t n);
+static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uint32_t col, uint32_t n, uint32_t lane0,
+                                            uint32_t warp);
 extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32_t site, uint32_t taddr,
                                                                           uint32_t shape, uint32_t nreg,
                                                                           uint32_t is_load) {
@@ -269,7 +283,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
     return (unsigned long long)(__nvfp4emu_dummy + dl * EMU_COLS + dc);
   }
   uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols);
-  if (is_load && l == emu_leader(mask) && block != __nvfp4emu_dummy) emu_check_unfinished_writes(site, emu_smid(), col0, cols);
+  if (l == 0u && block != __nvfp4emu_dummy) emu_track_load_store(site, is_load, col0, cols, 32u * quarter, emu_warp_in_cta());
   return (unsigned long long)(block + dl * EMU_COLS + dc);
 }
 
@@ -411,6 +425,29 @@ static __device__ uint32_t emu_commit_after(int q, uint32_t i) {
   return 0u;
 }
 
+// An instruction at `site` writes (or frees) columns [col, col + n) of lanes [lane0, lane0 + lanes): an error when a
+// warp's load of them is not finished (a = the load's site, b = the warp).
+static __device__ void emu_check_unfinished_loads(uint32_t site, int q, uint32_t col, uint32_t n, uint32_t lane0,
+                                                  uint32_t lanes) {
+  for (uint32_t w = 0; w < 32u; ++w) {
+    const uint4 p = emu_ldpend_get((uint32_t)q * 32u + w);
+    const uint32_t quarter = 32u * (w % 4u);
+    if (p.x && p.y < col + n && col < p.y + p.z && quarter < lane0 + lanes && lane0 < quarter + 32u) {
+      emu_fail(E_LD_OVERWRITTEN, site, p.x, w);
+      return;
+    }
+  }
+}
+
+// tcgen05.wait::ld (site 0: every load of the warp) or the first use of a register of the load at `site`.
+extern "C" __device__ __noinline__ void __nvfp4emu_ld_finished(uint32_t site) {
+  const uint32_t sm = emu_smid();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+  if (q < 0) return;
+  const uint32_t i = (uint32_t)q * 32u + emu_warp_in_cta() % 32u;
+  if (site == 0u || emu_ldpend_get(i).x == site) emu_ldpend_set(i, 0u, 0u, 0u);
+}
+
 // A thread found the mbarrier at `mbar` (shared window) with its phase incomplete: complete this CTA's queue up
 // to the last commit that arrives on it. Returns 1 when that commit ran (the caller tests the barrier again).
 // Another thread completing operations makes this return 0 at once; the caller's wait loop comes back.
@@ -484,6 +521,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
         emu_qlock(q);
         const uint32_t i = emu_pending_writer(q, col, ncols);
         if (i != __nvfp4emu_qtail[q]) emu_fail(E_DEALLOC_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
+        emu_check_unfinished_loads(site, q, col, ncols, 0u, EMU_LANES);
         if (q == (int)(sm * EMU_GRANULES + col / 32u)) __nvfp4emu_qhead[q] = __nvfp4emu_qtail[q];
         emu_qunlock(q);
       }
@@ -495,6 +533,14 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
     }
   }
   __syncwarp(mask);
+}
+
+// An mma or cp about to write columns [col, col + n) of lanes [lane0, lane0 + lanes): unfinished loads of them?
+static __device__ void emu_check_loads_before_write(uint32_t site, uint32_t col, uint32_t n, uint32_t lane0, uint32_t lanes) {
+  if (emu_synchronous()) return;
+  const uint32_t sm = emu_smid();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+  if (q >= 0) emu_check_unfinished_loads(site, q, col, n, lane0, lanes);
 }
 
 // ------------------------------------------------------------------------------------------- cp
@@ -524,6 +570,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t ta
   op.col0 = taddr & 0xFFFFu; op.ncols = 4u * c.chunks;
   op.hash_b = emu_hash_rows(d, c.rows, c.chunks);
   emu_operand_range(d, c.rows, c.chunks, op.b_lo, op.b_hi);
+  emu_check_loads_before_write(site, op.col0, op.ncols, taddr >> 16, c.dst_rows);
   emu_issue(site, op);
 }
 
@@ -787,6 +834,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
   op.hash_b = emu_hash_rows(db, m.N, 2u);
   if (!a_in_tmem) emu_operand_range(da, m.M, 2u, op.a_lo, op.a_hi);
   emu_operand_range(db, m.N, 2u, op.b_lo, op.b_hi);
+  emu_check_loads_before_write(site, op.col0, op.ncols, 0u, m.M);
   emu_issue(site, op);
 }
 
@@ -928,20 +976,22 @@ static __device__ void emu_run(const EmuOp& op) {
   if (sm < EMU_MAX_SM) *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
 }
 
-// tcgen05.ld of columns [col, col + n): an error when a queued mma/cp still writes one of them (never
-// committed, or its commit's mbarrier never waited on).
-static __device__ void emu_check_unfinished_writes(uint32_t site, uint32_t sm, uint32_t col, uint32_t n) {
+// tcgen05.ld of columns [col, col + n) (lanes of the warp's quarter): an error when a queued mma/cp still writes one
+// of them (never committed, or its commit's mbarrier never waited on); the load is then pending until it is
+// finished. tcgen05.st: an error when a warp's unfinished load reads them.
+static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uint32_t col, uint32_t n, uint32_t lane0,
+                                            uint32_t warp) {
   if (emu_synchronous()) return;
-  const int q = emu_queue_of(sm);
+  const uint32_t sm = emu_smid();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
   if (q < 0) return;
+  if (!is_load) { emu_check_unfinished_loads(site, q, col, n, lane0, 32u); return; }
   emu_qlock(q);
   const uint32_t i = emu_pending_writer(q, col, n);
   if (i != __nvfp4emu_qtail[q]) emu_fail(E_LD_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
   emu_qunlock(q);
+  emu_ldpend_set((uint32_t)q * 32u + warp % 32u, site, col, n);
 }
-
-// ld of a register before its tcgen05.wait::ld (the rewriter calls this where a flagged register is read).
-extern "C" __device__ __noinline__ void __nvfp4emu_ld_unwaited(uint32_t site) { emu_fail(E_LD_UNWAITED, site, 0, 0); }
 
 // ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
 

@@ -5,7 +5,8 @@ anchor must occur exactly once, so a kernel change that moves an anchor fails lo
 nothing. On a B200 each of these passes some runs and fails others (or fails silently); the emulation names
 each cause in one line:
 
-  missing_wait_ld  the epilogue uses the accumulator registers of tcgen05.ld with no tcgen05.wait::ld
+  missing_wait_ld  the epilogue frees tensor memory right after its last tcgen05.ld, with no tcgen05.wait::ld and
+                   before using the registers, so the columns can be reallocated while the load still reads them
   early_commit     the MMA thread commits to the stage's "empty" mbarrier before issuing that stage's copies and
                    MMAs, so the producer refills the stage while they may still read it
   missing_commit   the accumulator's mbarrier is arrived by the MMA thread itself instead of by tcgen05.commit,
@@ -31,7 +32,13 @@ __device__ __forceinline__ void umma_cp_128x128b(uint32_t taddr, uint64_t sdesc)
 
 # bug -> [(anchor, replacement)], applied in order
 BUGS: dict[str, list[tuple[str, str]]] = {
-    "missing_wait_ld": [("    tmem_wait_ld();\n", "")],
+    "missing_wait_ld": [
+        ("\n  if (warp == 1) tmem_dealloc(tmem_base, kTmemCols);\n", "\n"),
+        ("    tmem_wait_ld();\n",
+         "    if (c0 + 32 >= kBlockN) {  // the last load: free tensor memory at once\n"
+         "      tcgen05_fence_before_thread_sync();\n      __syncthreads();\n"
+         "      if (warp == 1) tmem_dealloc(tmem_base, kTmemCols);\n    }\n"),
+    ],
     "early_commit": [
         ("      umma_commit(&empty_bar[s]);  // frees the smem stage once these MMAs have read it\n", ""),
         ("      const uint32_t sa = smem_u32(smem + s * kStageBytes);\n",
