@@ -485,3 +485,48 @@ def test_benchmark_has_no_emulation_option():
     done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "benchmark", "--emulate-blackwell"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "No such option '--emulate-blackwell'" in done.stderr   # never timed
+
+
+SF_LAYOUT = os.path.join(ROOT, "tests", "blackwell", "sf_layout.cu")
+
+
+@needs_nvcc
+def test_cutlass_scale_factor_layout_is_the_competitions_permuted_storage(tmp_path):
+    """tests/submissions/cutlass_sm100_nvfp4.py passes sfa_permuted / sfb_permuted's storage to CUTLASS as they are:
+    CUTLASS's Sm1xxBlkScaledConfig::tile_atom_to_shape_SFA (run on the host) puts every scale (row, K-block, batch)
+    where the competition's permuted tensor stores it, padding (rows to 128, K-blocks to 4) and batches included."""
+    import torch
+
+    from arena.compile.nvcc import cutlass_include_dirs
+    from arena.layouts import to_permuted
+    headers = cutlass_include_dirs()
+    if not headers:
+        pytest.skip("CUTLASS headers not installed (nvidia-cutlass or CUTLASS_PATH)")
+    exe = str(tmp_path / "sf_layout")
+    subprocess.run([NVCC, "-std=c++17", "--expt-relaxed-constexpr", *[f"-I{h}" for h in headers], "-o", exe,
+                    SF_LAYOUT], check=True, capture_output=True, text=True, timeout=300)
+    shapes = [(128, 64, 1), (256, 256, 2), (200, 96, 3), (384, 1024, 2)]
+    out = subprocess.run([exe], input="".join(f"{mn} {k} {l}\n" for mn, k, l in shapes), capture_output=True,
+                         text=True, timeout=60, check=True).stdout.splitlines()
+    for (mn, k, l), line in zip(shapes, out):
+        offsets = [int(x) for x in line.split()]
+        plain = torch.arange(mn * (k // 16) * l, dtype=torch.float32).reshape(l, mn, k // 16).permute(1, 2, 0)
+        storage = to_permuted(plain).permute(5, 2, 4, 0, 1, 3)       # its contiguous (L, rb, cb, 32, 4, 4) buffer
+        assert storage.is_contiguous()
+        flat = storage.reshape(-1)
+        expected = plain.permute(2, 0, 1).reshape(-1)              # batch, row, K-block: the program's order
+        assert torch.equal(flat[torch.tensor(offsets)], expected), (mn, k, l)
+
+
+@needs_nvcc
+def test_our_cutlass_sm100_submission_builds_under_emulation():
+    """tests/submissions/cutlass_sm100_nvfp4.py (CUTLASS 4.2's SM100 NVFP4 GEMM through its CollectiveBuilder, the
+    1-SM Nvf4 schedule with the CLC scheduler): `eval.py compile --emulate-blackwell` builds it (2-3 minutes)."""
+    from arena.compile.nvcc import cutlass_include_dirs
+    if not cutlass_include_dirs():
+        pytest.skip("CUTLASS headers not installed (nvidia-cutlass or CUTLASS_PATH)")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "compile", "--emulate-blackwell",
+                           "--submission", os.path.join(ROOT, "tests", "submissions", "cutlass_sm100_nvfp4.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "sm_100a emulated: 1 built" in done.stdout, done.stdout[-3000:]
