@@ -129,6 +129,8 @@ ret;
     ("cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::2 [%r1], [%rd1, {%r2, %r3}], [%r1];",
      "TMA with .cta_group::2"),
     ("cvt.rn.relu.f16x2.e2m1x2 %r2, %r1;", "FP4 conversion is not emulated"),
+    ("cvt.rp.relu.ue8m0x2.bf16x2 %r2, %r1;", "UE8M0 conversion is not emulated"),
+    ("cvt.rn.ue8m0x2.f32 %r2, %r1, %r1;", "UE8M0 conversion is not emulated"),
     ("clusterlaunchcontrol.try_cancel.async.shared::cta.b128 [%r1], [%r2];", "cluster launch control form"),
 ])
 def test_what_is_not_emulated_fails_in_one_line_naming_the_instruction(body, named):
@@ -151,7 +153,9 @@ def test_an_sm100_only_instruction_outside_tcgen05_is_named(emulation_env, tmp_p
 #include <stdint.h>
 __global__ void k(float* x, uint32_t* y) {
   uint32_t r32;
-  asm volatile("cvt.rn.bf16x2.ue8m0x2 %0, %1;" : "=r"(r32) : "h"((uint16_t)x[0]));
+  uint16_t r16;
+  asm volatile("cvt.rn.satfinite.e2m3x2.f32 %0, %1, %2;" : "=h"(r16) : "f"(x[0]), "f"(x[1]));
+  r32 = r16;
   y[threadIdx.x] = r32;
 }
 """)
@@ -160,7 +164,7 @@ __global__ void k(float* x, uint32_t* y) {
     assert done.returncode != 0
     lines = [x for x in done.stderr.splitlines() if x.startswith("emulate-blackwell:")]
     assert len(lines) == 1, done.stderr
-    assert "cannot emulate `cvt.rn.bf16x2.ue8m0x2" in lines[0] and "ptxas for sm_90a says" in lines[0]
+    assert "cannot emulate `cvt.rn.satfinite.e2m3x2.f32" in lines[0] and "ptxas for sm_90a says" in lines[0]
 
 
 FP4_AND_TMA = r"""
@@ -204,6 +208,69 @@ def test_fp4_conversions_and_sm100_tma_spelling_are_rewritten_and_assemble(emula
     assert block, code[-3000:]
     done = _ptxas(new, tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+UE8M0 = r"""
+#include <cuda_fp8.h>
+#include <stdint.h>
+__global__ void k(const float* x, const uint32_t* p, uint16_t* to_ue8m0, uint32_t* to_bf16) {
+  int i = threadIdx.x;
+  uint16_t r;
+  asm volatile("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x[2 * i]), "f"(x[2 * i + 1]));
+  to_ue8m0[8 * i] = r;     // the form CUTLASS's SM100 epilogues emit for their output scale factors
+  asm volatile("cvt.rz.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x[2 * i]), "f"(x[2 * i + 1]));
+  to_ue8m0[8 * i + 1] = r;
+  asm volatile("cvt.rp.ue8m0x2.f32 %0, %1, %2;" : "=h"(r) : "f"(x[2 * i]), "f"(0.0f));
+  to_ue8m0[8 * i + 2] = r;
+  asm volatile("cvt.rz.ue8m0x2.f32 %0, %1, %2;" : "=h"(r) : "f"(1.5f), "f"(x[2 * i + 1]));
+  to_ue8m0[8 * i + 3] = r;
+  asm volatile("cvt.rp.satfinite.ue8m0x2.bf16x2 %0, %1;" : "=h"(r) : "r"(p[i]));
+  to_ue8m0[8 * i + 4] = r;
+  asm volatile("cvt.rz.ue8m0x2.bf16x2 %0, %1;" : "=h"(r) : "r"(p[i]));
+  to_ue8m0[8 * i + 5] = r;
+  to_ue8m0[8 * i + 6] = __nv_cvt_float2_to_e8m0x2(make_float2(x[2 * i], x[2 * i + 1]), __NV_SATFINITE, cudaRoundPosInf);
+  uint32_t w;
+  asm volatile("cvt.rn.bf16x2.ue8m0x2 %0, %1;" : "=r"(w) : "h"((uint16_t)p[i]));   // CUTLASS's other one
+  to_bf16[i] = w;
+}
+"""
+
+
+@needs_nvcc
+def test_ue8m0_conversions_are_rewritten_and_assemble(emulation_env, tmp_path):
+    source = tmp_path / "ue8m0.cu"
+    source.write_text(UE8M0)
+    original = _ptx(str(source), tmp_path)
+    forms = re.findall(r"\bcvt\.([\w.]*ue8m0x2[\w.]*)", original)
+    assert sorted(set(forms)) == ["rn.bf16x2.ue8m0x2", "rp.satfinite.ue8m0x2.bf16x2", "rp.satfinite.ue8m0x2.f32",
+                                  "rp.ue8m0x2.f32", "rz.satfinite.ue8m0x2.f32", "rz.ue8m0x2.bf16x2",
+                                  "rz.ue8m0x2.f32"], forms
+    before = _ptxas(re.sub(r"\.target\s+sm_100a", ".target sm_90a", original), tmp_path)
+    assert before.returncode != 0 and "ue8m0x2" in before.stderr, before.stderr
+    new, _ = rewrite(original, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert not re.search(r"\bcvt\.[\w.]*ue8m0x2", code)
+    calls = re.findall(r"call \(emu_ret\), (__nvfp4emu_cvt_\w+)", code)
+    assert sorted(calls) == sorted(["__nvfp4emu_cvt_ue8m0x2_f32"] * 5 + ["__nvfp4emu_cvt_ue8m0x2_bf16x2"] * 2
+                                   + ["__nvfp4emu_cvt_bf16x2_ue8m0x2"]), calls
+    # the mode word: bit 0 .rp, bit 1 .satfinite (rp.satfinite = 3, rz.satfinite = 2, rp = 1, rz = 0)
+    modes = re.findall(r"st\.param\.b32 \[emu_p\d+\], (\d);\s*call \(emu_ret\), __nvfp4emu_cvt_ue8m0x2_f32", code)
+    assert sorted(modes) == ["0", "1", "2", "3", "3"], modes
+    assert re.search(r"cvt\.u16\.u32 %rs\d+, %emu_t\d+;", code)            # the .b16 destination of ue8m0x2
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_ue8m0_conversions_take_immediates_and_guards(tmp_path):
+    """Hand-written PTX: f32 immediates (0f...) go to the library as their bits; a guard guards call and result."""
+    body = ("@%p1 cvt.rp.satfinite.ue8m0x2.f32 %rs1, 0f3FC00000, 0f00000000;\n"
+            "cvt.rn.bf16x2.ue8m0x2 %r2, %rs1;\n"
+            "cvt.rz.ue8m0x2.bf16x2 %rs2, %r2;\n")
+    module = MODULE.replace(".reg .pred %p<2>;", ".reg .pred %p<2>;\n.reg .b16 %rs<3>;").replace("BODY", body)
+    new, _ = rewrite(module, "")
+    assert "st.param.b32 [emu_p1], 0x3FC00000;" in new and "st.param.b32 [emu_p2], 0x00000000;" in new
+    assert "@%p1 call (emu_ret), __nvfp4emu_cvt_ue8m0x2_f32" in new and "@%p1 cvt.u16.u32 %rs1," in new
+    assert re.search(r"cvt\.u32\.u16 %emu_t\d+, %rs1;", new) and "mov.b32 %r2, %emu_t" in new
 
 
 CLC = os.path.join(ROOT, "tests", "blackwell", "clc.cu")
@@ -422,3 +489,48 @@ def test_benchmark_has_no_emulation_option():
     done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "benchmark", "--emulate-blackwell"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 2 and "No such option '--emulate-blackwell'" in done.stderr   # never timed
+
+
+SF_LAYOUT = os.path.join(ROOT, "tests", "blackwell", "sf_layout.cu")
+
+
+@needs_nvcc
+def test_cutlass_scale_factor_layout_is_the_competitions_permuted_storage(tmp_path):
+    """tests/submissions/cutlass_sm100_nvfp4.py passes sfa_permuted / sfb_permuted's storage to CUTLASS as they are:
+    CUTLASS's Sm1xxBlkScaledConfig::tile_atom_to_shape_SFA (run on the host) puts every scale (row, K-block, batch)
+    where the competition's permuted tensor stores it, padding (rows to 128, K-blocks to 4) and batches included."""
+    import torch
+
+    from arena.compile.nvcc import cutlass_include_dirs
+    from arena.layouts import to_permuted
+    headers = cutlass_include_dirs()
+    if not headers:
+        pytest.skip("CUTLASS headers not installed (nvidia-cutlass or CUTLASS_PATH)")
+    exe = str(tmp_path / "sf_layout")
+    subprocess.run([NVCC, "-std=c++17", "--expt-relaxed-constexpr", *[f"-I{h}" for h in headers], "-o", exe,
+                    SF_LAYOUT], check=True, capture_output=True, text=True, timeout=300)
+    shapes = [(128, 64, 1), (256, 256, 2), (200, 96, 3), (384, 1024, 2)]
+    out = subprocess.run([exe], input="".join(f"{mn} {k} {l}\n" for mn, k, l in shapes), capture_output=True,
+                         text=True, timeout=60, check=True).stdout.splitlines()
+    for (mn, k, l), line in zip(shapes, out):
+        offsets = [int(x) for x in line.split()]
+        plain = torch.arange(mn * (k // 16) * l, dtype=torch.float32).reshape(l, mn, k // 16).permute(1, 2, 0)
+        storage = to_permuted(plain).permute(5, 2, 4, 0, 1, 3)       # its contiguous (L, rb, cb, 32, 4, 4) buffer
+        assert storage.is_contiguous()
+        flat = storage.reshape(-1)
+        expected = plain.permute(2, 0, 1).reshape(-1)              # batch, row, K-block: the program's order
+        assert torch.equal(flat[torch.tensor(offsets)], expected), (mn, k, l)
+
+
+@needs_nvcc
+def test_our_cutlass_sm100_submission_builds_under_emulation():
+    """tests/submissions/cutlass_sm100_nvfp4.py (CUTLASS 4.2's SM100 NVFP4 GEMM through its CollectiveBuilder, the
+    1-SM Nvf4 schedule with the CLC scheduler): `eval.py compile --emulate-blackwell` builds it (2-3 minutes)."""
+    from arena.compile.nvcc import cutlass_include_dirs
+    if not cutlass_include_dirs():
+        pytest.skip("CUTLASS headers not installed (nvidia-cutlass or CUTLASS_PATH)")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "compile", "--emulate-blackwell",
+                           "--submission", os.path.join(ROOT, "tests", "submissions", "cutlass_sm100_nvfp4.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "sm_100a emulated: 1 built" in done.stdout, done.stdout[-3000:]

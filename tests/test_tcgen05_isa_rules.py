@@ -14,6 +14,7 @@ from arena.blackwell import runtime, toolchain
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tests", "blackwell", "idesc_rules.cu")
 SUBBYTE = os.path.join(ROOT, "tests", "blackwell", "subbyte_smem.cu")
+UE8M0 = os.path.join(ROOT, "tests", "blackwell", "ue8m0_rules.cu")
 
 F16, TF32, F8F6F4, I8, MXF8F6F4, MXF4, MXF4NVF4 = range(7)
 OK, RESERVED, SHAPE, K96, N_RULE, M64 = 0, 20, 23, 25, 30, 31
@@ -163,3 +164,64 @@ def test_other_kinds_keep_their_element_width(smem_position):
     assert smem_position(F16, 1, 16, 3) == [(16, 0), (16, 16), (16, 32)]
     assert smem_position(I8, 1, 8, 3) == [(8, 0), (8, 8), (8, 16)]
     assert smem_position(MXF4, 1, 4, 3) == [(4, 0), (4, 4), (4, 8)]     # .kind::mxf4: two per byte, no padding
+
+
+@pytest.fixture(scope="module")
+def ue8m0(tmp_path_factory):
+    try:
+        nvcc = toolchain.real_tool("nvcc")
+    except toolchain.ToolchainError:
+        pytest.skip("nvcc not found")
+    exe = str(tmp_path_factory.mktemp("ue8m0") / "ue8m0")
+    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, UE8M0], check=True, capture_output=True,
+                   text=True, timeout=300)
+
+    def run(lines):
+        out = subprocess.run([exe], input="".join(line + "\n" for line in lines), capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        return out.split("\n")[:len(lines)]
+    return run
+
+
+RZ, RP, RZ_SAT, RP_SAT = range(4)          # the library's mode word: bit 0 .rp, bit 1 .satfinite
+UE8M0_BY_HAND = [   # f32 bits, then the ue8m0 code for .rz, .rp, .rz.satfinite, .rp.satfinite (PTX ISA "cvt" and
+                    # "Alternate Floating Point Data Formats": 2^(code - 127), 0xff NaN, no infinity, no sign)
+    (0x3F800000, 0x7F, 0x7F, 0x7F, 0x7F),   # 1.0 is exact
+    (0x3FC00000, 0x7F, 0x80, 0x7F, 0x80),   # 1.5: down to 1, up to 2
+    (0x3F400000, 0x7E, 0x7F, 0x7E, 0x7F),   # 0.75: 0.5 or 1
+    (0xC0400000, 0x80, 0x81, 0x80, 0x81),   # -3.0: the sign is ignored (2 or 4)
+    (0x00000000, 0x00, 0x00, 0x00, 0x00),   # zero: the smallest code, 2^-127 (ue8m0 has no zero)
+    (0x80000000, 0x00, 0x00, 0x00, 0x00),   # -0
+    (0x00400000, 0x00, 0x00, 0x00, 0x00),   # 2^-127 (an f32 subnormal) is exact
+    (0x00400001, 0x00, 0x01, 0x00, 0x01),   # just above 2^-127: .rp gives 2^-126
+    (0x00000001, 0x00, 0x00, 0x00, 0x00),   # 2^-149: below the smallest code either way
+    (0x00800000, 0x01, 0x01, 0x01, 0x01),   # 2^-126
+    (0x7F000000, 0xFE, 0xFE, 0xFE, 0xFE),   # 2^127 = MAX_NORM
+    (0x7F000001, 0xFE, 0xFF, 0xFE, 0xFE),   # above 2^127: .rp overflows to NaN, .satfinite keeps MAX_NORM
+    (0x7F7FFFFF, 0xFE, 0xFF, 0xFE, 0xFE),   # FLT_MAX
+    (0x7F800000, 0xFF, 0xFF, 0xFE, 0xFE),   # +inf: NaN, or MAX_NORM with .satfinite
+    (0xFF800000, 0xFF, 0xFF, 0xFE, 0xFE),   # -inf: positive MAX_NORM ("destination sign is not supported")
+    (0x7FC00000, 0xFF, 0xFF, 0xFF, 0xFF),   # NaN stays NaN, .satfinite or not
+    (0xFFC00001, 0xFF, 0xFF, 0xFF, 0xFF),
+]
+
+
+def test_ue8m0_from_f32_follows_the_isa_by_hand(ue8m0):
+    lines = [f"f {mode} {bits:08x}" for bits, *_ in UE8M0_BY_HAND for mode in (RZ, RP, RZ_SAT, RP_SAT)]
+    got = [int(x, 16) for x in ue8m0(lines)]
+    want = [code for _, *codes in UE8M0_BY_HAND for code in codes]
+    assert got == want
+
+
+def test_ue8m0_to_bf16_by_hand(ue8m0):
+    """cvt.rn.bf16x2.ue8m0x2: 2^(e - 127), exact in bf16 (0x00 is the bf16 subnormal 2^-127); 0xff is NaN."""
+    assert [int(x, 16) for x in ue8m0(["b 0", "b 1", "b 7f", "b 80", "b fe", "b ff"])] == \
+        [0x0040, 0x0080, 0x3F80, 0x4000, 0x7F00, 0x7FFF]
+
+
+def test_ue8m0_conversions_equal_cuda_fp8_host_code_bit_for_bit(ue8m0):
+    """Against cuda_fp8.h's host code (__nv_cvt_float_to_e8m0, __nv_cvt_bfloat16raw_to_e8m0,
+    __nv_cvt_e8m0_to_bf16raw): every bf16, 393216 f32 per mode, all four modes, every ue8m0."""
+    cases, mismatches, first = ue8m0(["sweep"])[0].split()
+    assert int(cases) == 4 * 65536 * 7 + 256
+    assert (int(mismatches), first) == (0, "-")

@@ -40,6 +40,7 @@ _COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 _TARGET = re.compile(r"^(\s*\.target\s+)(sm_1\d\d[af]?)\b", re.M)
 _STATEMENT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>tcgen05\.[\w:.]+)(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
 _CVT_FP4 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\be2m1x\d[\w.]*)\s+(?P<args>[^;]*);")
+_CVT_UE8M0 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\bue8m0x2[\w.]*)\s+(?P<args>[^;]*);")
 _BULK_CTA_GROUP = re.compile(r"\b(cp\.async\.bulk\.[\w:.]*?)\.cta_group::(\d)")
 _TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduce\.async\.bulk|"
                   r"cp\.async\.bulk\.prefetch)\.tensor\.[\w:.]+)(?P<args>[^;{}]*\[\s*(?P<map>[%\w$]+)\s*,\s*"
@@ -331,6 +332,35 @@ def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
+def _f32_operand(operand: str) -> str:
+    """An f32 source operand for a .b32 parameter: a register as it is, an `0fXXXXXXXX` immediate as its bits."""
+    return "0x" + operand[2:] if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", operand) else operand
+
+
+def _rewrite_cvt_ue8m0(m: re.Match, widths: dict[str, int]) -> str:
+    """cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 d, a, b, cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2 d, a and
+    cvt.rn.bf16x2.ue8m0x2 d, a (sm_100 only) as calls (tcgen05_library.cu states their semantics)."""
+    instruction = " ".join(m.group(0).split())
+    quals = m.group("quals").split(".")
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    operands = _split_operands(m.group("args"))
+    mode = str(int("rp" in quals) + 2 * int("satfinite" in quals))     # as the library reads it
+    plain = [q for q in quals if q != "satfinite"]
+    if plain in (["rz", "ue8m0x2", "f32"], ["rp", "ue8m0x2", "f32"]) and len(operands) == 3:
+        out = e.call("__nvfp4emu_cvt_ue8m0x2_f32", [(_f32_operand(operands[1]), 32), (_f32_operand(operands[2]), 32),
+                                                    (mode, 32)], 32)
+    elif plain in (["rz", "ue8m0x2", "bf16x2"], ["rp", "ue8m0x2", "bf16x2"]) and len(operands) == 2:
+        out = e.call("__nvfp4emu_cvt_ue8m0x2_bf16x2", [(e.value(operands[1], 32), 32), (mode, 32)], 32)
+    elif quals == ["rn", "bf16x2", "ue8m0x2"] and len(operands) == 2:
+        out = e.call("__nvfp4emu_cvt_bf16x2_ue8m0x2", [(e.value(operands[1], 32), 32)], 32)
+    else:
+        raise CannotEmulate(f"`{instruction}`: this UE8M0 conversion is not emulated")
+    dst, bits = operands[0], e.width(operands[0])
+    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
+    return e.text()
+
+
 def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     """A tensor TMA gets its innermost coordinate through __nvfp4emu_tma_coord, which halves it for a packed-FP4
     map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes), and
@@ -583,6 +613,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
 
     text = _BULK_TO_SHARED.sub(check_write, text)
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
+    text = _CVT_UE8M0.sub(lambda m: _rewrite_cvt_ue8m0(m, widths), text)
     text = _CLC.sub(lambda m: _rewrite_clc(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)

@@ -1098,3 +1098,50 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long l
   }
   return c0;
 }
+
+// ---- sm_100 conversions with UE8M0 (power-of-two scale factor) operands: cvt.{rz,rp}{.satfinite}.ue8m0x2.f32,
+// cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2 and cvt.rn.bf16x2.ue8m0x2 (what CUTLASS's SM100 block-scaled epilogues
+// emit when they generate output scale factors). PTX ISA, "Alternate Floating Point Data Formats": ue8m0 is an
+// 8-bit exponent with no mantissa and no sign, bias 127; no infinity; 0xff is its only NaN (so 0x00 is 2^-127,
+// and there is no zero). "cvt", Floating Point Notes: .rz rounds toward zero, .rp toward +infinity; .satfinite:
+// a NaN input gives NaN, and an input whose absolute value (ignoring sign) exceeds MAX_NORM gives positive
+// MAX_NORM (0xfe = 2^127) "in .ue8m0x2 for which the destination sign is not supported". Without .satfinite an
+// overflow (infinity, or a value rounded up past 2^127) has nowhere to go but the NaN 0xff. The ISA text does not
+// say what a negative input or one below 2^-127 gives: here, as in cuda_fp8.h's host conversion
+// (__nv_cvt_float_to_e8m0, __nv_cvt_bfloat16raw_to_e8m0, NVIDIA's software version of these instructions), the
+// sign is ignored and every magnitude up to 2^-127 (zero included) gives 0x00; tests/test_tcgen05_isa_rules.py
+// compares the two bit for bit on the CPU.
+
+// One f32 (bits; a bf16 is its bits << 16) -> ue8m0. round_up: .rp (else .rz); satfinite: .satfinite.
+static __host__ __device__ __forceinline__ uint32_t emu_ue8m0_from_f32_bits(uint32_t bits, uint32_t round_up,
+                                                                           uint32_t satfinite) {
+  const uint32_t mag = bits & 0x7FFFFFFFu;
+  if (mag > 0x7F800000u) return 0xFFu;                         // NaN -> NaN, with or without .satfinite
+  uint32_t e = mag >> 23;                                      // .rz: the power of two at or below |x|
+  if (round_up && (mag & 0x7FFFFFu) && mag > 0x00400000u && mag < 0x7F800000u) e += 1;   // above 2^-127, inexact
+  if (e == 0xFFu && satfinite) e = 0xFEu;                      // infinity, or past 2^127: MAX_NORM
+  return e;
+}
+
+// One ue8m0 -> bf16: 2^(e - 127); 0x00 is 2^-127 (the bf16 subnormal 0x0040), 0xff the canonical NaN 0x7fff.
+static __host__ __device__ __forceinline__ uint32_t emu_bf16_from_ue8m0(uint32_t e) {
+  e &= 0xFFu;
+  return e == 0xFFu ? 0x7FFFu : e == 0u ? 0x0040u : e << 7;
+}
+
+// cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 d, a, b: a to d[15:8], b to d[7:0]. mode: bit 0 .rp, bit 1 .satfinite.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_ue8m0x2_f32(float a, float b, uint32_t mode) {
+  return emu_ue8m0_from_f32_bits(__float_as_uint(a), mode & 1u, mode & 2u) << 8
+       | emu_ue8m0_from_f32_bits(__float_as_uint(b), mode & 1u, mode & 2u);
+}
+
+// cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2 d, a: a[31:16] to d[15:8], a[15:0] to d[7:0].
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_ue8m0x2_bf16x2(uint32_t pair, uint32_t mode) {
+  return emu_ue8m0_from_f32_bits(pair & 0xFFFF0000u, mode & 1u, mode & 2u) << 8
+       | emu_ue8m0_from_f32_bits(pair << 16, mode & 1u, mode & 2u);
+}
+
+// cvt.rn.bf16x2.ue8m0x2 d, a: a[15:8] to d[31:16], a[7:0] to d[15:0] (exact: every ue8m0 is a bf16).
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_bf16x2_ue8m0x2(uint32_t pair) {
+  return emu_bf16_from_ue8m0(pair >> 8) << 16 | emu_bf16_from_ue8m0(pair);
+}

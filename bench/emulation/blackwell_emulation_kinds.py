@@ -59,6 +59,7 @@ def main() -> int:
               f"16x256b read {'equals' if same_ld else 'DIFFERS FROM'} 32x32b read", flush=True)
     failures += packed_sub_byte(torch, runtime, module, n)
     failures += fp4_conversions(torch, runtime, load_inline)
+    failures += ue8m0_conversions(torch, runtime, load_inline)
     failures += packed_fp4_tma(torch, runtime, load_inline)
     return 1 if failures else 0
 
@@ -133,6 +134,62 @@ def fp4_conversions(torch, runtime, load_inline) -> int:
           flush=True)
     return int(not (same_to and same_from))
 
+
+
+# f32 bits, then the ue8m0 code for .rz, .rp, .rz.satfinite, .rp.satfinite, computed by hand from the PTX ISA
+# ("cvt": .satfinite gives NaN for NaN and positive MAX_NORM 0xfe past 2^127; "Alternate Floating Point Data
+# Formats": ue8m0 is 2^(code - 127), 0xff its NaN, no infinity, no sign): as tests/test_tcgen05_isa_rules.py.
+UE8M0_BY_HAND = [
+    (0x3F800000, 0x7F, 0x7F, 0x7F, 0x7F), (0x3FC00000, 0x7F, 0x80, 0x7F, 0x80), (0x3F400000, 0x7E, 0x7F, 0x7E, 0x7F),
+    (0xC0400000, 0x80, 0x81, 0x80, 0x81), (0x00000000, 0x00, 0x00, 0x00, 0x00), (0x80000000, 0x00, 0x00, 0x00, 0x00),
+    (0x00400000, 0x00, 0x00, 0x00, 0x00), (0x00400001, 0x00, 0x01, 0x00, 0x01), (0x00000001, 0x00, 0x00, 0x00, 0x00),
+    (0x00800000, 0x01, 0x01, 0x01, 0x01), (0x7F000000, 0xFE, 0xFE, 0xFE, 0xFE), (0x7F000001, 0xFE, 0xFF, 0xFE, 0xFE),
+    (0x7F7FFFFF, 0xFE, 0xFF, 0xFE, 0xFE), (0x7F800000, 0xFF, 0xFF, 0xFE, 0xFE), (0xFF800000, 0xFF, 0xFF, 0xFE, 0xFE),
+    (0x7FC00000, 0xFF, 0xFF, 0xFF, 0xFF), (0xFFC00001, 0xFF, 0xFF, 0xFF, 0xFF), (0x3F800000, 0x7F, 0x7F, 0x7F, 0x7F),
+]
+
+
+def ue8m0_conversions(torch, runtime, load_inline) -> int:
+    """cuda_fp8.h's UE8M0 conversions built for compute_100a (cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 and .bf16x2,
+    cvt.rn.bf16x2.ue8m0x2: emulated) against the values computed by hand, and against the same header's host code
+    bit for bit: f32 pairs (the hand values, random bit patterns), every bf16 in both halves of a bf16x2, all four
+    modes; every ue8m0x2 pair to bf16x2 (tests/blackwell/ue8m0_convert.cu)."""
+    source = open(os.path.join(ROOT, "tests", "blackwell", "ue8m0_convert.cu")).read()
+    module = load_inline("emulated_ue8m0_convert", cpp_sources="void convert(torch::Tensor x, torch::Tensor words, "
+                         "torch::Tensor from_f32, torch::Tensor from_bf16, torch::Tensor to_bf16);",
+                         cuda_sources=source, functions=["convert"],
+                         extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a", "-O2"])
+    n = 65536
+    i = torch.arange(n, dtype=torch.int64)
+    words = (i | ((i * 40503) & 0xFFFF) << 16).to(torch.int64)
+    words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)   # every bf16 in each half
+    gen = torch.Generator().manual_seed(0)
+    bits = torch.randint(-2**31, 2**31, (2 * n,), dtype=torch.int64, generator=gen)
+    hand = torch.tensor([b for b, *_ in UE8M0_BY_HAND], dtype=torch.int64)
+    bits[:hand.numel()] = hand
+    x = torch.where(bits >= 2**31, bits - 2**32, bits).to(torch.int32).view(torch.float32)
+    out = {}
+    for where in ("cpu", "cuda"):
+        tensors = [torch.zeros(4 * n, dtype=torch.int16, device=where), torch.zeros(4 * n, dtype=torch.int16, device=where),
+                   torch.zeros(n, dtype=torch.int32, device=where)]
+        module.convert(x.to(where), words.to(where), *tensors)
+        torch.cuda.synchronize()
+        runtime.raise_on_error()
+        out[where] = [t.cpu() for t in tensors]
+    same = [torch.equal(a, b) for a, b in zip(out["cpu"], out["cuda"])]
+    device = out["cuda"][0].to(torch.int32) & 0xFFFF
+    got = []
+    for j in range(hand.numel()):       # value j is x[j]: pair j // 2, low byte for even j (the header's b operand)
+        word = device[4 * (j // 2):4 * (j // 2) + 4]
+        got.append(tuple(((word >> (8 * (j % 2))) & 0xFF).tolist()))
+    by_hand = got == [tuple(codes) for _, *codes in UE8M0_BY_HAND]
+    words_ok = "match" if all(same) else "MISMATCH " + str(same)
+    print(f"ue8m0 cvt     {hand.numel()} f32 values by hand x 4 modes: {'match' if by_hand else 'MISMATCH'}; "
+          f"{n} f32 pairs + {n} bf16x2 x 4 modes -> ue8m0x2, {n} ue8m0x2 -> bf16x2: {words_ok} (device emulated vs "
+          f"cuda_fp8.h host code)", flush=True)
+    if not by_hand:
+        print(f"  by hand, got {got}", flush=True)
+    return int(not (by_hand and all(same)))
 
 
 def packed_fp4_tma(torch, runtime, load_inline) -> int:

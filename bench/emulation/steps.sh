@@ -92,6 +92,10 @@ emulation__dsl() {      # CuTe DSL and Triton submissions (official examples in 
     bash bench/emulation/dsl_check.sh
 }
 
+emulation__cutlass() {  # our own CUTLASS 4.2 SM100 NVFP4 GEMM (tests/submissions/cutlass_sm100_nvfp4.py), one row
+    bash bench/emulation/cutlass_check.sh
+}
+
 emulation__planted() {  # the planted tcgen05 bugs of tests/blackwell/planted.py, each named in one line
     bash bench/emulation/planted_check.sh
 }
