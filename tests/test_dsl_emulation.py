@@ -73,6 +73,19 @@ def test_cute_dsl_kernel_is_compiled_for_sm100a_and_embedded_as_sm90a(tmp_path):
     assert _sm_of_cubin(bytes.fromhex(blob)) == 90
 
 
+def test_cute_dsl_nvfp4_gemm_lookalike_compiles_for_sm100a_and_the_rewriter_takes_its_tcgen05(tmp_path):
+    """Our own CuTe DSL NVFP4 GEMM (tests/blackwell/cute_dsl_nvfp4_gemm.py: TMA, tcgen05.cp of the scale factors,
+    tcgen05.mma .kind::mxf4nvf4, tcgen05.ld epilogue) through bench/emulation/dsl_precheck.py: compiled for
+    sm_100a by the DSL, its PTX rewritten, an sm_90a cubin embedded."""
+    pytest.importorskip("cutlass.cute")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "dsl_precheck.py"),
+                           ".:" + os.path.join(ROOT, "tests", "blackwell", "cute_dsl_nvfp4_gemm.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "compiles: sm_100a PTX rewritten, sm_90a cubin" in done.stdout, done.stdout
+
+
 def test_triton_dot_scaled_kernel_is_compiled_for_cuda100_through_the_shim(tmp_path):
     pytest.importorskip("triton")
     out = _run("""
