@@ -118,7 +118,10 @@ ret;
 
 
 @pytest.mark.parametrize("body, named", [
-    ("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r1], 64;", "cta_group::2"),
+    ("tcgen05.shift.cta_group::2.down [%r1];", "tcgen05.shift"),
+    ("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale [%r1], %rd1, %rd2, %r2, [%r1], [%r1], "
+     "{%r1, %r1, %r1, %r1, %r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
+    ("tcgen05.mma.cta_group::2.kind::f16 [%r1], %rd1, %rd2, %r2, {%r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
     ("tcgen05.mma.ws.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, %p1;", "tcgen05.mma.ws"),
     ("tcgen05.shift.cta_group::1.down [%r1];", "tcgen05.shift"),
     ("tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%r2}, [%r1], 2;", "16x32bx2"),
@@ -126,8 +129,8 @@ ret;
     ("tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, {%r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
     ("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64 [%r1], %rd1;", "decompression"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r2}, [%r1];", "1 registers where the shape holds 2"),
-    ("cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes.cta_group::2 [%r1], [%rd1, {%r2, %r3}], [%r1];",
-     "TMA with .cta_group::2"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 "
+     "[%r1], [%rd1, {%r2, %r3}], [%r1], %rs1;", "TMA with .cta_group::2"),
     ("cvt.rn.relu.f16x2.e2m1x2 %r2, %r1;", "FP4 conversion is not emulated"),
     ("cvt.rp.relu.ue8m0x2.bf16x2 %r2, %r1;", "UE8M0 conversion is not emulated"),
     ("cvt.rn.ue8m0x2.f32 %r2, %r1, %r1;", "UE8M0 conversion is not emulated"),
@@ -139,6 +142,88 @@ def test_what_is_not_emulated_fails_in_one_line_naming_the_instruction(body, nam
     message = str(caught.value)
     assert "\n" not in message and named in message
     assert body.split()[0].split(".")[0] in message       # the instruction's own text is quoted
+
+
+PAIR = os.path.join(ROOT, "tests", "blackwell", "cta_pair_gemm.cu")
+PAIR_FORMS = [   # (a .cta_group::2 instruction, the library function it becomes)
+    ("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r1], 64;", "__nvfp4emu_alloc2"),
+    ("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r1, 64;", "__nvfp4emu_dealloc2"),
+    ("tcgen05.mma.cta_group::2.kind::f16 [%r1], %rd1, %rd2, %r2, %p1;", "__nvfp4emu_mma2"),
+    ("tcgen05.mma.cta_group::2.kind::tf32 [%r1], [%r2], %rd2, %r2, {%r1, %r2, %r3, %r1, %r2, %r3, %r1, %r2}, %p1;",
+     "__nvfp4emu_mma2"),
+    ("tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.block16 [%r1], %rd1, %rd2, %r2, [%r3], [%r1], %p1;",
+     "__nvfp4emu_mma2"),
+    ("tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.scale_vec::1X [%r1], %rd1, %rd2, %r2, [%r3], [%r1], %p1;",
+     "__nvfp4emu_mma2"),
+    ("tcgen05.cp.cta_group::2.32x128b.warpx4 [%r1], %rd1;", "__nvfp4emu_cp2"),
+    ("tcgen05.cp.cta_group::2.128x256b [%r1], %rd1;", "__nvfp4emu_cp2"),
+    ("tcgen05.cp.cta_group::2.64x128b.warpx2::02_13 [%r1], %rd1;", "__nvfp4emu_cp2"),
+    ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64 [%r1];", "__nvfp4emu_commit2"),
+    ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r1], %r2;",
+     "__nvfp4emu_commit2"),
+    ("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2, %r3}], [%r2];", "__nvfp4emu_pair_mbar"),
+    ("@%p1 cp.async.bulk.tensor.3d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+     "[%r1], [%rd1, {%r2, %r3, %r2}], [%r2], %rd2;", "__nvfp4emu_pair_mbar"),
+]
+
+
+@pytest.mark.parametrize("body, function", PAIR_FORMS)
+def test_every_cta_pair_form_becomes_a_call_of_its_pair_function(body, function):
+    new, sites = rewrite(MODULE.replace("BODY", body), ".version 8.7\n.target sm_90a\n.address_size 64\n")
+    code = ptx_rewrite.strip_comments(new)
+    assert "cta_group" not in code and "tcgen05." not in code
+    assert re.search(rf"call (\(emu_ret\), )?{function}, ", code), code
+    if "{%r1, %r2, %r3" in body:     # the 8-register disable-output-lane mask: its OR goes to the library
+        assert code.count("or.b32") == 8
+    if body.startswith("cp.async") or body.startswith("@%p1 cp.async"):   # sm_90's TMA on the resolved mbarrier
+        mbar = re.search(r"ld\.param\.b32 (%emu_t\d+), \[emu_ret\];", code).group(1)
+        assert re.search(rf"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+                         rf"[\w:.]* \[%r1\], \[%rd1, \{{[^}}]*\}}\], \[{mbar}\]", code), code
+    if body.startswith("@%p1"):
+        assert "@%p1 call (emu_ret), __nvfp4emu_pair_mbar" in code
+
+
+def test_relinquish_of_a_cta_pair_has_nothing_to_do():
+    new, _ = rewrite(MODULE.replace("BODY", "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;"),
+                     ".version 8.7\n.target sm_90a\n.address_size 64\n")
+    assert "tcgen05" not in ptx_rewrite.strip_comments(new)
+
+
+@needs_nvcc
+def test_the_cta_pair_lookalike_is_rewritten_and_assembles_for_sm90a(emulation_env, tmp_path):
+    out = tmp_path / "pair.ptx"
+    subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", "-DCTA_PAIR_KERNELS_ONLY",
+                    PAIR, "-o", str(out)], check=True, capture_output=True, text=True, timeout=240)
+    original = out.read_text()
+    for form in ["tcgen05.alloc.cta_group::2.", "tcgen05.dealloc.cta_group::2.", "tcgen05.relinquish_alloc_permit.cta_group::2",
+                 "tcgen05.mma.cta_group::2.kind::f16 ", "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.block16 ",
+                 "tcgen05.cp.cta_group::2.32x128b.warpx4 ", "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::"
+                 "cluster.multicast::cluster.b64", "cp.async.bulk.tensor.2d.cta_group::2."]:
+        assert form in original, form
+    before = _ptxas(re.sub(r"\.target\s+sm_100a", ".target sm_90a", original), tmp_path)
+    assert before.returncode != 0
+    new, sites = rewrite(original, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert not re.search(r"\btcgen05\.", code) and ".cta_group::" not in code
+    for function in ("alloc2", "dealloc2", "mma2", "cp2", "commit2", "pair_mbar"):
+        assert re.search(rf"call (\(emu_ret\), )?__nvfp4emu_{function}, ", code), function
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("record, words", [
+    ([80, 1, 1, 0, 0, 0, 0, 0], "has no peer"),
+    ([81, 1, 1, 0, 0, 0, 0, 0], "within 10 s"),
+    ([82, 1, 0, 2, 0, 0, 0, 0], "holds no tensor memory from tcgen05.alloc.cta_group::2"),
+    ([83, 1, 0x08000000 | 1 << 27, 6, 0, 0, 0, 0], "M = 128 with cta_group::2"),
+    ([84, 1, 0x10000000 | 3 << 17, 0, 0, 0, 0, 0], "N = 24 with cta_group::2"),
+    ([85, 1, 4, 0, 0, 0, 0, 0], "disable-output-lane mask"),
+    ([86, 1, 0, 128 | 1 << 16, 0, 0, 0, 0], "pair's odd CTA"),
+])
+def test_each_cta_pair_error_reads_as_one_line(record, words):
+    text = runtime.describe(record + [0] * 8, {1: "tcgen05.mma.cta_group::2.kind::f16 [%r1], %rd1, %rd2, %r2, %p1;"})
+    assert "\n" not in text and words in text and "tcgen05.mma.cta_group::2" in text, text
 
 
 def test_a_module_for_another_target_is_refused():
@@ -319,7 +404,7 @@ __global__ void fwd(const float* x, unsigned short* y) {
 PAIRS = r"""
 __global__ void pairs(const float* x, unsigned int* y) {
   uint32_t t;
-  asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], 32;" :: "r"(0u));
+  asm volatile("tcgen05.shift.cta_group::1.down [%0];" :: "r"(0u));
   y[threadIdx.x % LANES] = (unsigned int)x[0];
 }
 """
@@ -341,7 +426,7 @@ def test_compile_emulate_blackwell_says_without_a_gpu_what_an_h100_could_run(tmp
     assert "sm_100a emulated: 1 built, 1 failed" in out, out
     problem = [line for line in out.splitlines() if line.startswith("✘")]
     assert len(problem) == 1 and "COMMON+PAIRS (sm_100a emulated) does not compile: emulate-blackwell: cannot emulate" \
-        in problem[0] and "cta_group::2" in problem[0], out
+        in problem[0] and "tcgen05.shift" in problem[0], out
 
 
 def _cell(shape: str, lane: int, reg: int) -> tuple[int, int]:

@@ -184,9 +184,9 @@ def _qualifiers(op: str) -> list[str]:
     return op.split(".")[2:]
 
 
-def _cta_group(quals: list[str], instruction: str) -> None:
-    if "cta_group::2" in quals:
-        raise CannotEmulate(f"`{instruction}`: tcgen05 with .cta_group::2 (CTA pairs) is not emulated")
+def _pair(quals: list[str]) -> bool:
+    """.cta_group::2: the instruction acts for the CTA pair (the library's `2` functions)."""
+    return "cta_group::2" in quals
 
 
 def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instruction: str) -> str:
@@ -196,13 +196,13 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
         # .sync.aligned: the whole warp executes it together. A call is not an aligned instruction, so
         # ptxas need not reconverge the warp first: make it (what the hardware instruction implies).
         e.body.append(f"{e.guard}bar.warp.sync -1;")
-    if verb in ("alloc", "dealloc", "relinquish_alloc_permit", "mma", "cp", "commit", "shift"):
-        _cta_group(quals, instruction)
+    two = "2" if _pair(quals) else ""
     if verb == "alloc":
         dst = e.shared_address(operands[0])
-        e.call("__nvfp4emu_alloc", [(str(site), 32), (dst, 32), (e.value(operands[1], 32), 32)])
+        e.call(f"__nvfp4emu_alloc{two}", [(str(site), 32), (dst, 32), (e.value(operands[1], 32), 32)])
     elif verb == "dealloc":
-        e.call("__nvfp4emu_dealloc", [(str(site), 32), (e.value(operands[0], 32), 32), (e.value(operands[1], 32), 32)])
+        e.call(f"__nvfp4emu_dealloc{two}", [(str(site), 32), (e.value(operands[0], 32), 32),
+                                            (e.value(operands[1], 32), 32)])
     elif verb == "relinquish_alloc_permit":
         return "// emulation: relinquish_alloc_permit has nothing to do"
     elif verb == "fence":
@@ -216,17 +216,17 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
         multicast = "multicast::cluster" in quals
         mbar = e.shared_address(operands[0]) if "shared::cluster" in quals else e.generic_to_shared(operands[0])
         mask = e.value(operands[1], 32) if multicast else "0"
-        e.call("__nvfp4emu_commit", [(str(site), 32), (mbar, 32), ("1" if multicast else "0", 32), (mask, 32)])
+        e.call(f"__nvfp4emu_commit{two}", [(str(site), 32), (mbar, 32), ("1" if multicast else "0", 32), (mask, 32)])
     elif verb == "cp":
         shape = ".".join(q for q in quals if re.match(r"\d+x\d+b|warpx", q))
         if shape not in CP_SHAPES:
             raise CannotEmulate(f"`{instruction}`: tcgen05.cp shape {shape or '?'} is not emulated")
-        extra = [q for q in quals if q not in ("cta_group::1",) and not re.match(r"\d+x\d+b|warpx", q)]
+        extra = [q for q in quals if q not in ("cta_group::1", "cta_group::2") and not re.match(r"\d+x\d+b|warpx", q)]
         if extra:
             raise CannotEmulate(f"`{instruction}`: tcgen05.cp with .{'.'.join(extra)} (decompression) is not emulated")
         taddr = e.shared_address(operands[0]) if operands[0].startswith("[") else e.value(operands[0], 32)
-        e.call("__nvfp4emu_cp", [(str(site), 32), (taddr, 32), (e.value(operands[1], 64), 64),
-                                 (str(CP_SHAPES[shape]), 32)])
+        e.call(f"__nvfp4emu_cp{two}", [(str(site), 32), (taddr, 32), (e.value(operands[1], 64), 64),
+                                       (str(CP_SHAPES[shape]), 32)])
     elif verb == "mma":
         _rewrite_mma(quals, operands, e, site, instruction)
     elif verb in ("ld", "st"):
@@ -249,7 +249,17 @@ def _rewrite_mma(quals, operands, e: _Emitter, site: int, instruction: str) -> N
         "block32" in quals or "scale_vec::2X" in quals) else 1
     if scaled and kind == "mxf4nvf4" and vec == 1:
         vec = 4 if not any(q.startswith("scale_vec") or q.startswith("block") for q in quals) else vec
-    if any(op.startswith("{") for op in operands):
+    pair = _pair(quals)
+    lane_mask = "0"
+    masks = [op for op in operands if op.startswith("{")]
+    if masks and pair and not scaled and len(masks) == 1 and len(masks[0].strip("{}").split(",")) == 8:
+        # CUTLASS's 2x1SM MMAs pass an all-zero mask of 8 registers: the library checks it is zero.
+        operands = [op for op in operands if not op.startswith("{")]
+        lane_mask = e.temp(32)
+        e.body.append(f"mov.b32 {lane_mask}, 0;")
+        for reg in masks[0].strip("{}").split(","):
+            e.body.append(f"or.b32 {lane_mask}, {lane_mask}, {e.value(reg.strip(), 32)};")
+    elif masks:
         raise CannotEmulate(f"`{instruction}`: tcgen05.mma with a disable-output-lane mask is not emulated")
     want = 7 if scaled else 5
     if len(operands) != want:
@@ -265,8 +275,12 @@ def _rewrite_mma(quals, operands, e: _Emitter, site: int, instruction: str) -> N
     sfa = e.shared_address(operands[4]) if scaled else "0"
     sfb = e.shared_address(operands[5]) if scaled else "0"
     accumulate = e.value(operands[-1], 32)
-    e.call("__nvfp4emu_mma", [(str(site), 32), (str(MMA_KINDS[kind]), 32), (str(vec), 32), (d, 32), (a, 64),
-                              (a_in_tmem, 32), (b, 64), (idesc, 32), (accumulate, 32), (sfa, 32), (sfb, 32)])
+    args = [(str(site), 32), (str(MMA_KINDS[kind]), 32), (str(vec), 32), (d, 32), (a, 64), (a_in_tmem, 32), (b, 64),
+            (idesc, 32), (accumulate, 32), (sfa, 32), (sfb, 32)]
+    if pair:
+        e.call("__nvfp4emu_mma2", args + [(lane_mask, 32)])
+    else:
+        e.call("__nvfp4emu_mma", args)
 
 
 def ld_st_offsets(shape: str, count: int) -> list[int]:
@@ -388,6 +402,34 @@ def _rewrite_bulk_cta_group(m: re.Match) -> str:
     if m.group(2) != "1":
         raise CannotEmulate(f"`{m.group(0)}...`: TMA with .cta_group::{m.group(2)} (CTA pairs) is not emulated")
     return m.group(1)
+
+
+_PAIR_BULK = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.[\w:.]*?\.cta_group::2[\w:.]*)\s+"
+                        r"(?P<args>[^;]*);")
+
+
+def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
+    """TMA (cp.async.bulk{.tensor}) with .cta_group::2: the mbarrier may be the pair's other CTA's. Its address goes
+    through __nvfp4emu_pair_mbar (bit 24 of a shared::cta address picks the pair's CTA, as CUTLASS's
+    SM100_TMA_2SM_LOAD writes it), and the instruction is sm_90's, without .cta_group::2."""
+    instruction = " ".join(m.group(0).split())
+    op = m.group("op")
+    if "multicast" in op or "mbarrier::complete_tx" not in op or ".global" not in op:
+        raise CannotEmulate(f"`{instruction}`: TMA with .cta_group::2 (CTA pairs) is emulated only for loads from "
+                            "global memory without .multicast::cluster")
+    guard = (m.group("guard") or "").strip()
+    e = _Emitter(widths, guard + " " if guard else "")
+    e.count = 900        # the TMA coordinate rewrite wraps the statement in a scope of its own: distinct names
+    operands = _split_operands(m.group("args"))
+    brackets = [i for i, x in enumerate(operands) if x.startswith("[")]
+    if len(brackets) < 3:
+        raise CannotEmulate(f"`{instruction}`: no mbarrier operand found")
+    mbar_at = brackets[2]
+    dst = e.shared_address(operands[0])
+    mbar = e.call("__nvfp4emu_pair_mbar", [(e.shared_address(operands[mbar_at]), 32), (dst, 32)], result_bits=32)
+    operands[mbar_at] = f"[{mbar}]"
+    e.body.append(f"{e.guard}{op.replace('.cta_group::2', '')} {', '.join(operands)};")
+    return e.text()
 
 
 def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
@@ -615,6 +657,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
     text = _CVT_UE8M0.sub(lambda m: _rewrite_cvt_ue8m0(m, widths), text)
     text = _CLC.sub(lambda m: _rewrite_clc(m, widths), text)
+    text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
     text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)

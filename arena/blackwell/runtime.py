@@ -62,6 +62,22 @@ MESSAGES = {
     61: lambda a, b: f"shared memory descriptor (high word {a:#010x}) has SBO = {b} bytes with no swizzle: its 8-row "
                      "groups (8 rows x 16 bytes) overlap; a K-major source needs SBO >= 128 (128 for a 32x128b scale "
                      "atom)",
+    80: "tcgen05.alloc.cta_group::2 in a CTA of cluster rank {b} of a cluster of {a} CTAs: a CTA pair is cluster "
+        "ranks 2k and 2k+1, and this CTA has no peer",
+    81: lambda a, b: f"tcgen05.alloc.cta_group::2: the peer CTA (cluster rank {a}) "
+                     + ("did not execute its tcgen05.alloc.cta_group::2 within 10 s (both CTAs of the pair must)"
+                        if b == 0 else "could not be met: the emulation's table of CTA pairs is full"),
+    82: "a .cta_group::2 instruction in a CTA (cluster rank {a} of {b}) that holds no tensor memory from "
+        "tcgen05.alloc.cta_group::2: the pair's tensor memory must be allocated by both CTAs with .cta_group::2 first",
+    83: lambda a, b: f"instruction descriptor {a:#010x}: M = {_m(a, b)} with cta_group::2; the emulation covers M = 256 "
+                     "(128 rows per CTA of the pair); M = 128 across a pair is not emulated",
+    84: lambda a, b: f"instruction descriptor {a:#010x}: N = {((a >> 17) & 0x3F) * 8} with cta_group::2: N must be a "
+                     "multiple of 16 from 16 to 256 (each CTA of the pair holds N / 2 rows of B)",
+    85: "tcgen05.mma.cta_group::2 with a disable-output-lane mask that disables lanes (the OR of its registers is "
+        "{a:#x}): only the all-zero mask is emulated",
+    86: lambda a, b: f"columns {a}..{a}+{b & 0xFFFF} of the tensor memory of the pair's "
+                     f"{'even' if b >> 16 == 0 else 'odd'} CTA are not allocated to it (its tcgen05.alloc.cta_group::2 "
+                     "did not take them, or it has deallocated them)",
 }
 _OPERANDS = {0: "A operand", 1: "B operand", 2: "source"}
 

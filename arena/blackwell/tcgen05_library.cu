@@ -43,7 +43,7 @@ __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
 // One queued asynchronous operation (mma, cp) or commit. A CTA's queue is the slot of the first 32-column
 // granule it holds on its SM (alloc resets it), so it lives exactly as long as the CTA's tensor memory.
 #define EMU_QLEN 32
-enum : uint32_t { OP_MMA = 1, OP_CP = 2, OP_COMMIT = 3 };
+enum : uint32_t { OP_MMA = 1, OP_CP = 2, OP_COMMIT = 3, OP_MMA2 = 4, OP_CP2 = 5 };   // 4, 5: .cta_group::2
 struct EmuOp {
   uint32_t verb, site, thread, kind;      // kind: mma kind; commit: 1 with .multicast::cluster
   uint32_t vec, d_taddr, a_in_tmem, idesc;
@@ -83,6 +83,7 @@ enum : uint32_t {
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP, W_TMAP_RETYPED,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
+  E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -966,10 +967,14 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_
   }
 }
 
+static __device__ void emu_mma2_run(const EmuOp& op);   // CTA pairs (.cta_group::2), at the end of this file
+static __device__ void emu_cp2_run(const EmuOp& op);
 static __device__ void emu_run(const EmuOp& op) {
   switch (op.verb) {
     case OP_MMA: emu_mma_run(op); break;
     case OP_CP: emu_cp_run(op); break;
+    case OP_MMA2: emu_mma2_run(op); break;
+    case OP_CP2: emu_cp2_run(op); break;
     default: emu_arrive(op.mbar, op.kind, op.mask); break;
   }
   const uint32_t sm = emu_smid();
@@ -991,6 +996,365 @@ static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uin
   if (i != __nvfp4emu_qtail[q]) emu_fail(E_LD_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
   emu_qunlock(q);
   emu_ldpend_set((uint32_t)q * 32u + warp % 32u, site, col, n);
+}
+
+// ------------------------------------------------------------------------------------------- CTA pairs
+// .cta_group::2 (PTX ISA "tcgen05": "Issue Granularity", "CTA Pair"; CUTLASS's 2x1SM MMA traits): the CTAs of
+// cluster ranks 2k and 2k+1 form a pair ("peer CTAs"), each on its own SM with its own tensor memory.
+//  - alloc / dealloc: each CTA's warp takes (frees) columns of its own SM as cta_group::1 does; alloc then meets
+//    the peer's alloc (a table in global memory keyed by cluster and pair) and records the peer's SM, tag and
+//    first column beside the CTA's queue slot. The hardware gives both CTAs the same columns; here they are the
+//    same unless other CTAs hold columns on one of the two SMs (or both CTAs share one SM), and an operation
+//    reaches the peer's columns at the peer's own allocation (its offset from the issuer's).
+//  - mma (M = 256): one thread of the pair issues it. The CTA of pair index h (rank & 1) holds D rows
+//    [128 h, 128 h + 128) in its own tensor memory (all N columns), reads its 128 rows of A from its own shared
+//    memory (or tensor memory) at the descriptor's offset, and its scale factors (SFA for its rows, SFB for all
+//    N) from its own tensor memory. B's N rows are split: rows [0, N/2) from the even CTA's shared memory,
+//    [N/2, N) from the odd CTA's, both at the descriptor's offset.
+//  - cp: each CTA's shared memory at the descriptor's offset into that CTA's tensor memory at the address.
+//  - commit: arrives as cta_group::1 does (multicast: the same offset in every CTA of the mask), and completes
+//    the issuer's queue up to it at once, in the issuing thread: a pair operation completes at its commit.
+//  - Shared memory of either CTA is read through the cluster window (mapa + ld.shared::cluster).
+extern "C" {
+__device__ uint32_t __nvfp4emu_peer_sm[EMU_MAX_SM * EMU_GRANULES];    // by queue slot: the peer's SM + 1; 0 = none
+__device__ uint32_t __nvfp4emu_peer_col[EMU_MAX_SM * EMU_GRANULES];   // the peer's first column
+__device__ unsigned long long __nvfp4emu_peer_tag[EMU_MAX_SM * EMU_GRANULES];
+}
+#define EMU_PAIR_SLOTS 1024
+struct EmuPairSlot { unsigned long long key, tag[2]; uint32_t sm[2], col[2], flags, reads; };
+extern "C" {
+__device__ EmuPairSlot __nvfp4emu_pairs[EMU_PAIR_SLOTS];
+}
+
+static __device__ __forceinline__ uint32_t emu_sreg_rank() { uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
+static __device__ __forceinline__ uint32_t emu_sreg_nrank() { uint32_t r; asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r)); return r; }
+static __device__ __forceinline__ unsigned long long emu_cluster_linear() {
+  uint32_t x, y, z, nx, ny;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(x)); asm volatile("mov.u32 %0, %%clusterid.y;" : "=r"(y));
+  asm volatile("mov.u32 %0, %%clusterid.z;" : "=r"(z)); asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(nx));
+  asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(ny));
+  return x + (unsigned long long)nx * (y + (unsigned long long)ny * z);
+}
+// Offset that turns a shared::cta address of this CTA into the cluster-window address of the same offset in the
+// CTA of cluster rank `rank` (the window is contiguous per CTA).
+static __device__ __forceinline__ uint32_t emu_rank_delta(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r - addr;
+}
+static __device__ __forceinline__ uint4 emu_ldc128(uint32_t caddr) {
+  uint4 v;
+  asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(caddr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ uint32_t emu_ldc32(uint32_t caddr) {
+  uint32_t v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(caddr) : "memory");
+  return v;
+}
+// emu_raw_smem through the cluster window: element k of row r, in the CTA whose window is `delta` away.
+static __device__ __forceinline__ uint32_t emu_raw_smem_at(const EmuSDesc& d, uint32_t r, uint32_t k, uint32_t bits,
+                                                           uint32_t width, uint32_t delta) {
+  const uint32_t bit = emu_smem_bit(k, bits, width), byte = bit / 8u;
+  const uint32_t addr = emu_kmajor_chunk(d, r, byte & ~15u) + (byte & 15u);
+  const uint32_t shift = 8u * (addr & 3u) + (bit & 7u);
+  const uint32_t v = emu_ldc32((addr & ~3u) + delta);
+  const uint32_t hi = shift + width > 32u ? emu_ldc32((addr & ~3u) + 4u + delta) : 0u;
+  return (uint32_t)((((unsigned long long)hi << 32) | v) >> shift);
+}
+
+// This CTA's pair: SM, tag and column offset of each half (index = cluster rank & 1). False (and an error) when
+// the CTA holds no tensor memory from tcgen05.alloc.cta_group::2.
+struct EmuPair { uint32_t sm[2]; int delta[2]; unsigned long long tag[2]; uint32_t rank0; };
+static __device__ bool emu_pair_of(uint32_t site, EmuPair& p, uint32_t thread) {
+  const uint32_t sm = emu_smid(), rank = emu_sreg_rank();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+  const uint32_t peer = q >= 0 ? *(volatile uint32_t*)&__nvfp4emu_peer_sm[q] : 0u;
+  if (peer == 0u) { emu_fail_by(thread, E_PAIR_NO_PEER, site, rank, emu_sreg_nrank()); return false; }
+  const uint32_t me = rank & 1u, col0 = (uint32_t)(q % EMU_GRANULES) * 32u;
+  p.rank0 = rank & ~1u;
+  p.sm[me] = sm; p.sm[me ^ 1u] = peer - 1u;
+  p.delta[me] = 0; p.delta[me ^ 1u] = (int)*(volatile uint32_t*)&__nvfp4emu_peer_col[q] - (int)col0;
+  p.tag[me] = emu_my_tag(); p.tag[me ^ 1u] = *(volatile unsigned long long*)&__nvfp4emu_peer_tag[q];
+  return true;
+}
+// Columns [col, col + n) of the peer (half h) still belong to it.
+static __device__ bool emu_pair_cols_owned(const EmuPair& p, uint32_t h, uint32_t col, uint32_t n) {
+  const int c = (int)col + p.delta[h];
+  if (c < 0 || c + (int)n > (int)EMU_COLS) return false;
+  for (uint32_t g = (uint32_t)c / 32u; g <= ((uint32_t)c + n - 1u) / 32u; ++g)
+    if (*(volatile unsigned long long*)&__nvfp4emu_owner[p.sm[h] * EMU_GRANULES + g] != p.tag[h]) return false;
+  return true;
+}
+static __device__ bool emu_pair_check_cols(uint32_t site, const EmuPair& p, uint32_t col, uint32_t n, uint32_t thread) {
+  for (uint32_t h = 0; h < 2u; ++h)
+    if (!emu_pair_cols_owned(p, h, col, n)) { emu_fail_by(thread, E_PAIR_PEER_COLS, site, col, n | (h << 16)); return false; }
+  return true;
+}
+
+// tcgen05.alloc.cta_group::2: this CTA's columns (as cta_group::1), then the meeting with the peer's alloc.
+extern "C" __device__ __noinline__ void __nvfp4emu_alloc2(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
+  __nvfp4emu_alloc(site, dst_smem, ncols);
+  if (emu_lane() == 0u) do {   // once; break = give up (the error is recorded)
+    uint32_t col;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(col) : "r"(dst_smem) : "memory");
+    col &= 0xFFFFu;
+    const uint32_t sm = emu_smid(), rank = emu_sreg_rank(), n = emu_sreg_nrank();
+    if (sm >= EMU_MAX_SM) break;
+    if ((rank ^ 1u) >= n) { emu_fail(E_PAIR_CLUSTER, site, n, rank); break; }
+    const unsigned long long cl = emu_cluster_linear();
+    const unsigned long long key = (emu_gridid() << 40) ^ (cl << 4) ^ ((rank >> 1) + 1u);
+    int s = -1;
+    for (uint32_t i = 0; i < EMU_PAIR_SLOTS && s < 0; ++i) {
+      const uint32_t at = (uint32_t)((cl * 8u + (rank >> 1) + i) % EMU_PAIR_SLOTS);
+      const unsigned long long prev = atomicCAS(&__nvfp4emu_pairs[at].key, 0ull, key);
+      if (prev == 0ull || prev == key) s = (int)at;
+    }
+    if (s < 0) { emu_fail(E_PAIR_TIMEOUT, site, rank ^ 1u, 1u); break; }
+    EmuPairSlot& slot = __nvfp4emu_pairs[s];
+    const uint32_t me = rank & 1u;
+    slot.tag[me] = emu_my_tag(); slot.sm[me] = sm; slot.col[me] = col;
+    __threadfence();
+    atomicOr(&slot.flags, 1u << me);
+    const unsigned long long t0 = emu_now();
+    bool met = true;
+    while (!(*(volatile uint32_t*)&slot.flags & (1u << (me ^ 1u)))) {
+      if (emu_now() - t0 > 10000000000ull) { emu_fail(E_PAIR_TIMEOUT, site, rank ^ 1u, 0u); met = false; break; }
+      __nanosleep(1000);
+    }
+    if (!met) break;
+    __threadfence();
+    const uint32_t q = sm * EMU_GRANULES + col / 32u;
+    __nvfp4emu_peer_col[q] = *(volatile uint32_t*)&slot.col[me ^ 1u];
+    __nvfp4emu_peer_tag[q] = *(volatile unsigned long long*)&slot.tag[me ^ 1u];
+    __threadfence();
+    __nvfp4emu_peer_sm[q] = *(volatile uint32_t*)&slot.sm[me ^ 1u] + 1u;
+    __threadfence();
+    if (atomicAdd(&slot.reads, 1u) == 1u) {   // the second to read frees the slot
+      slot.flags = 0u; slot.reads = 0u;
+      __threadfence();
+      atomicExch(&slot.key, 0ull);
+    }
+  } while (false);
+  __syncwarp();
+}
+
+// tcgen05.dealloc.cta_group::2: forget the peer, then free this CTA's columns (as cta_group::1).
+extern "C" __device__ __noinline__ void __nvfp4emu_dealloc2(uint32_t site, uint32_t taddr, uint32_t ncols) {
+  __syncwarp();
+  if (emu_lane() == 0u) {
+    const uint32_t sm = emu_smid(), col = taddr & 0xFFFFu;
+    if (sm < EMU_MAX_SM && col < EMU_COLS && emu_cols_owned(sm, col, 32u)) __nvfp4emu_peer_sm[sm * EMU_GRANULES + col / 32u] = 0u;
+    __threadfence();
+  }
+  __syncwarp();
+  __nvfp4emu_dealloc(site, taddr, ncols);
+}
+
+// The instruction descriptor of a pair MMA: M = 256 (bits 24-28 = M >> 4, or 27-28 = M >> 7 for the scaled
+// kinds), decoded as the M = 128 descriptor of each half; N a multiple of 16 from 16 to 256.
+static __device__ uint32_t emu_idesc2(uint32_t kind, uint32_t d, uint32_t vec, EmuMma& m) {
+  const bool scaled = kind >= K_MXF8F6F4;
+  const uint32_t M = scaled ? ((d >> 27) & 3u) << 7 : ((d >> 24) & 0x1Fu) << 4;
+  if (M != 256u) return E_PAIR_M;
+  const uint32_t half = scaled ? (d & ~(3u << 27)) | (1u << 27) : (d & ~(0x1Fu << 24)) | (8u << 24);
+  const uint32_t err = emu_idesc(kind, half, vec, m);
+  if (err) return err;
+  m.M = 256u;
+  if (m.N % 16u || m.N < 16u) return E_PAIR_N;
+  return E_NONE;
+}
+
+// Issue (any thread of the pair; CUTLASS issues from the even CTA): checks, then queued in the issuer's queue.
+extern "C" __device__ __noinline__ void __nvfp4emu_mma2(uint32_t site, uint32_t kind, uint32_t vec, uint32_t d_taddr,
+                                                       unsigned long long a_operand, uint32_t a_in_tmem,
+                                                       unsigned long long b_desc, uint32_t idesc, uint32_t accumulate,
+                                                       uint32_t sfa_taddr, uint32_t sfb_taddr, uint32_t lane_mask) {
+  if (lane_mask) { emu_fail(E_PAIR_MASK, site, lane_mask, 0); return; }
+  EmuMma m;
+  const uint32_t err = emu_idesc2(kind, idesc, vec, m);
+  if (err) {
+    emu_fail(err, site, idesc, err == E_IDESC_RESERVED ? emu_idesc_reserved(kind, idesc) : kind);
+    return;
+  }
+  const EmuSDesc db = emu_sdesc(b_desc);
+  EmuSDesc da = db;
+  if (db.err) { emu_fail(db.err, site, (uint32_t)(b_desc >> 32), (uint32_t)b_desc); return; }
+  emu_lint_sbo(db, site, b_desc, m.N / 2u);
+  if (!a_in_tmem) {
+    da = emu_sdesc(a_operand);
+    if (da.err) { emu_fail(da.err, site, (uint32_t)(a_operand >> 32), (uint32_t)a_operand); return; }
+    emu_lint_sbo(da, site, a_operand, 128u);
+  }
+  EmuPair p;
+  if (!emu_pair_of(site, p, emu_thread())) return;
+  if ((d_taddr >> 16) != 0u) { emu_fail(E_LANE_RANGE, site, d_taddr, 0); return; }
+  if (emu_block(site, 0, d_taddr & 0xFFFFu, 128u, m.N) == __nvfp4emu_dummy) return;
+  if (!emu_pair_check_cols(site, p, d_taddr & 0xFFFFu, m.N, emu_thread())) return;
+  if (a_in_tmem) {
+    const uint32_t ac = (uint32_t)a_operand & 0xFFFFu, an = m.K * m.bits / 32u;
+    if (emu_block(site, (uint32_t)a_operand >> 16, ac, 128u, an) == __nvfp4emu_dummy) return;
+    if (!emu_pair_check_cols(site, p, ac, an, emu_thread())) return;
+  }
+  if (m.scaled) {
+    if ((sfa_taddr >> 16) || (sfb_taddr >> 16)) { emu_fail(E_LANE_RANGE, site, sfa_taddr, sfb_taddr); return; }
+    if (emu_block(site, 0, sfa_taddr & 0xFFFFu, EMU_LANES, 4u) == __nvfp4emu_dummy ||
+        emu_block(site, 0, sfb_taddr & 0xFFFFu, EMU_LANES, (m.N + 31u) / 32u) == __nvfp4emu_dummy) return;
+    if (!emu_pair_check_cols(site, p, sfa_taddr & 0xFFFFu, 4u, emu_thread()) ||
+        !emu_pair_check_cols(site, p, sfb_taddr & 0xFFFFu, (m.N + 31u) / 32u, emu_thread())) return;
+  }
+  EmuOp op = {};
+  op.verb = OP_MMA2; op.site = site; op.thread = emu_thread(); op.kind = kind; op.vec = vec; op.d_taddr = d_taddr;
+  op.a = a_operand; op.a_in_tmem = a_in_tmem; op.b = b_desc; op.idesc = idesc; op.accumulate = accumulate;
+  op.sfa = sfa_taddr; op.sfb = sfb_taddr; op.col0 = d_taddr & 0xFFFFu; op.ncols = m.N;
+  if (!a_in_tmem) emu_operand_range(da, 128u, 2u, op.a_lo, op.a_hi);
+  emu_operand_range(db, m.N / 2u, 2u, op.b_lo, op.b_hi);
+  emu_issue(site, op);
+}
+
+// Completion (in the issuing thread, at the commit): both halves.
+static __device__ void emu_mma2_run(const EmuOp& op) {
+  EmuMma m;
+  emu_idesc2(op.kind, op.idesc, op.vec, m);
+  EmuPair p;
+  if (!emu_pair_of(op.site, p, op.thread)) return;
+  if (!emu_pair_check_cols(op.site, p, op.d_taddr & 0xFFFFu, m.N, op.thread)) return;
+  const EmuSDesc db = emu_sdesc(op.b);
+  const EmuSDesc da = op.a_in_tmem ? db : emu_sdesc(op.a);
+  const uint32_t wa = emu_smem_width(m.kind, m.afmt, m.bits), wb = emu_smem_width(m.kind, m.bfmt, m.bits);
+  const uint32_t half_n = m.N / 2u, nblk_all = m.scaled ? m.K / m.sf_block : 1u;
+  const uint32_t db_delta[2] = {emu_rank_delta(db.start, p.rank0), emu_rank_delta(db.start, p.rank0 + 1u)};
+  const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
+  for (uint32_t h = 0; h < 2u; ++h) {
+    uint32_t* tmem = emu_tmem_sm(p.sm[h]);
+    uint32_t* D = tmem + (int)(op.d_taddr & 0xFFFFu) + p.delta[h];
+    const uint32_t da_delta = emu_rank_delta(da.start, p.rank0 + h);
+    const uint32_t* A_tmem = op.a_in_tmem ? tmem + ((uint32_t)op.a >> 16) * EMU_COLS + (int)((uint32_t)op.a & 0xFFFFu) + p.delta[h] : nullptr;
+    const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
+    if (m.scaled) {
+      SFA = tmem + (int)(op.sfa & 0xFFFFu) + p.delta[h];
+      SFB = tmem + (int)(op.sfb & 0xFFFFu) + p.delta[h];
+      emu_lint_quarters(SFA, 128u, 0u, op.site, nblk_all, m.sfa_id, op.thread);
+      emu_lint_quarters(SFB, m.N, 1u, op.site, nblk_all, m.sfb_id, op.thread);
+    }
+    for (uint32_t n = 0; n < m.N; ++n) {
+      const uint32_t bh = n / half_n, bn = n % half_n;
+      for (uint32_t r = 0; r < 128u; ++r) {
+        uint32_t* dc = D + r * EMU_COLS + n;
+        if (m.kind == K_I8) {
+          int acc = op.accumulate ? (int)*dc : 0;
+          for (uint32_t k = 0; k < m.K; ++k) {
+            const uint32_t ra = op.a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem_at(da, r, k, 8, 8, da_delta);
+            const uint32_t rb = emu_raw_smem_at(db, bn, k, 8, 8, db_delta[bh]);
+            acc += (int)emu_decode(K_I8, m.afmt, ra) * (int)emu_decode(K_I8, m.bfmt, rb);
+          }
+          *dc = (uint32_t)acc;
+          continue;
+        }
+        float acc = op.accumulate ? __uint_as_float(*dc) : 0.0f;
+        const uint32_t per_scale = m.scaled ? m.sf_block : m.K;
+        for (uint32_t k0 = 0; k0 < m.K; k0 += per_scale) {
+          float s = 0.0f;
+          for (uint32_t k = k0; k < k0 + per_scale; ++k) {
+            uint32_t ra;
+            if (op.a_in_tmem) {
+              const uint32_t bit = k * m.bits;
+              ra = A_tmem[r * EMU_COLS + bit / 32u] >> (bit % 32u);
+            } else {
+              ra = emu_raw_smem_at(da, r, k, m.bits, wa, da_delta);
+            }
+            const uint32_t rb = emu_raw_smem_at(db, bn, k, m.bits, wb, db_delta[bh]);
+            s = fmaf(emu_decode(m.kind, m.afmt, ra), emu_decode(m.kind, m.bfmt, rb), s);
+          }
+          if (m.scaled) {
+            const uint32_t j = k0 / m.sf_block;
+            s *= emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * emu_scale(SFB, r / 32u, n, j, m.sfb_id, m);
+          }
+          acc += sign * s;
+        }
+        *dc = __float_as_uint(acc);
+      }
+    }
+    *(volatile unsigned long long*)&__nvfp4emu_touched[p.sm[h]] = emu_now();
+  }
+}
+
+// tcgen05.cp.cta_group::2: each CTA's shared memory at the descriptor's offset into its own tensor memory.
+extern "C" __device__ __noinline__ void __nvfp4emu_cp2(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
+  const EmuSDesc d = emu_sdesc(sdesc);
+  if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
+  emu_lint_sbo(d, site, sdesc, shape == C_4x256b ? 4u : shape == C_32x128b_x4 ? 32u : 64u);
+  EmuCpShape c;
+  if (!emu_cp_shape(shape, c)) { emu_fail(E_CP_SHAPE, site, shape, 0); return; }
+  if (emu_block(site, taddr >> 16, taddr & 0xFFFFu, c.dst_rows, 4u * c.chunks) == __nvfp4emu_dummy) return;
+  EmuPair p;
+  if (!emu_pair_of(site, p, emu_thread())) return;
+  if (!emu_pair_check_cols(site, p, taddr & 0xFFFFu, 4u * c.chunks, emu_thread())) return;
+  EmuOp op = {};
+  op.verb = OP_CP2; op.site = site; op.thread = emu_thread(); op.shape = shape; op.d_taddr = taddr; op.b = sdesc;
+  op.col0 = taddr & 0xFFFFu; op.ncols = 4u * c.chunks;
+  emu_operand_range(d, c.rows, c.chunks, op.b_lo, op.b_hi);
+  emu_issue(site, op);
+}
+
+static __device__ void emu_cp2_run(const EmuOp& op) {
+  const EmuSDesc d = emu_sdesc(op.b);
+  EmuCpShape c;
+  emu_cp_shape(op.shape, c);
+  EmuPair p;
+  if (!emu_pair_of(op.site, p, op.thread)) return;
+  if (!emu_pair_check_cols(op.site, p, op.d_taddr & 0xFFFFu, op.ncols, op.thread)) return;
+  for (uint32_t h = 0; h < 2u; ++h) {
+    const uint32_t delta = emu_rank_delta(d.start, p.rank0 + h);
+    uint32_t* block = emu_tmem_sm(p.sm[h]) + (op.d_taddr >> 16) * EMU_COLS + (int)(op.d_taddr & 0xFFFFu) + p.delta[h];
+    for (uint32_t r = 0; r < c.rows; ++r) {
+      for (uint32_t ch = 0; ch < c.chunks; ++ch) {
+        const uint4 v = emu_ldc128(emu_kmajor_chunk(d, r, 16u * ch) + delta);
+        uint32_t lanes[4], nl = 0;
+        switch (op.shape) {
+          case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; nl = 2; break;
+          case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; nl = 2; break;
+          case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; nl = 4; break;
+          default: lanes[0] = r; nl = 1; break;
+        }
+        for (uint32_t i = 0; i < nl; ++i) {
+          uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * ch;
+          cell[0] = v.x; cell[1] = v.y; cell[2] = v.z; cell[3] = v.w;
+        }
+      }
+    }
+    *(volatile unsigned long long*)&__nvfp4emu_touched[p.sm[h]] = emu_now();
+  }
+}
+
+// tcgen05.commit.cta_group::2: queued behind the issuer's operations, which then complete at once in this thread
+// (the peer's waits never drain the issuer's queue).
+extern "C" __device__ __noinline__ void __nvfp4emu_commit2(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
+  EmuOp op = {};
+  op.verb = OP_COMMIT; op.site = site; op.thread = emu_thread(); op.kind = multicast; op.mbar = mbar; op.mask = cta_mask;
+  emu_issue(site, op);
+  if (!emu_synchronous()) {
+    const uint32_t sm = emu_smid();
+    const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+    if (q >= 0) { emu_qlock(q); emu_run_until(q, __nvfp4emu_qtail[q]); emu_qunlock(q); }
+  }
+}
+
+// TMA with .cta_group::2 (cp.async.bulk{.tensor}...cta_group::2 [dst], ..., [mbar]): the mbarrier may be the
+// peer's. Kernels name it as CUTLASS does: their own shared::cta address with bit 24 (the pair bit of the
+// cluster window) cleared for the even CTA's barrier, or set for the odd's. On a GPU whose shared::cta addresses
+// carry the CTA's rank (mapa of an own address to its own rank changes nothing) the address is already that
+// cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address. sm_90's TMA then completes
+// the bytes on that mbarrier.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_pair_mbar(uint32_t mbar, uint32_t dst) {
+  const uint32_t rank = emu_sreg_rank();
+  uint32_t self;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(self) : "r"(dst), "r"(rank));
+  if (self == dst) return mbar;
+  const uint32_t target = (rank & ~1u) | ((mbar >> 24) & 1u);
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(mbar & ~(1u << 24)), "r"(target));
+  return out;
 }
 
 // ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
