@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from arena import cleanup, sandbox
 from arena.options import RunOptions
-from arena.progress import Progress, extensions_built_by
+from arena.progress import Progress, extensions_built_by, jit_kernels_in
 
 CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clean_submission.py")
 
@@ -130,6 +130,7 @@ def _run(task, options: RunOptions, launch: Launch):
     evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=options.figures,
                           clean=clean)
     evaluator.builds = bool(extensions_built_by(options.submission))
+    evaluator.builds_per_shape = bool(jit_kernels_in(options.submission))
     indexed = list(options.cases)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON

@@ -103,6 +103,7 @@ class Evaluator:
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
         self.builds = False                       # the submission may compile on its first call (auto timeout)
+        self.builds_per_shape = False             # ... and again on each case's first call (CuTe DSL, Triton)
         self._answered = False                    # a request of the run has been answered
         self._seen_per_call = None                # the slowest time per call in this case so far (s)
         self._hung = False                        # a request timed out since take_hang() last looked
@@ -121,7 +122,8 @@ class Evaluator:
             return self.limits.case_timeout
         calls = calls if calls is not None else max(1, len(inputs))
         size = data_bytes(inputs[:1]) if inputs else 0
-        return auto_timeout(self.device, size, calls, self._seen_per_call, self.builds and not self._answered)
+        building = self.builds and (not self._answered or (self.builds_per_shape and self._seen_per_call is None))
+        return auto_timeout(self.device, size, calls, self._seen_per_call, building)
 
     def _audit(self, labels: list, sent: list, originals: list, outputs: list, result) -> tuple[list, str]:
         """Snapshots of the outputs as they arrived (what gets checked) and the first integrity error."""

@@ -21,16 +21,26 @@ def gpu_present() -> bool:
     return any(os.path.exists(node) for node in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg"))
 
 
+def _source(submission_path: str) -> str:
+    try:
+        return open(submission_path, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return ""
+
+
+def jit_kernels_in(submission_path: str) -> list[str]:
+    """The submission's CuTe DSL or Triton kernels: they JIT-compile on the first call for each new shape."""
+    source = _source(submission_path)
+    return [label for label, marks in (("CuTe DSL kernels", ("cute.compile", "@cute.jit", "@cute.kernel")),
+                                       ("Triton kernels", ("@triton.jit",)))
+            if any(mark in source for mark in marks)]
+
+
 def extensions_built_by(submission_path: str) -> list[str]:
     """What the submission compiles when it is imported or first called: the `name=` of each load_inline/load call,
-    and its CuTe DSL or Triton kernels (both JIT-compile on the first call)."""
-    try:
-        source = open(submission_path, encoding="utf-8", errors="replace").read()
-    except OSError:
-        return []
-    jit = [label for label, marks in (("CuTe DSL kernels", ("cute.compile", "@cute.jit", "@cute.kernel")),
-                                      ("Triton kernels", ("@triton.jit",)))
-           if any(mark in source for mark in marks)]
+    and its CuTe DSL or Triton kernels."""
+    source = _source(submission_path)
+    jit = jit_kernels_in(submission_path)
     if "load_inline" not in source and "cpp_extension" not in source:
         return jit
     names = list(dict.fromkeys(re.findall(r"""name\s*=\s*["']([A-Za-z0-9_]+)["']""", source)))

@@ -619,3 +619,26 @@ def test_our_cutlass_sm100_submission_builds_under_emulation():
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "sm_100a emulated: 1 built" in done.stdout, done.stdout[-3000:]
+
+
+@needs_nvcc
+def test_256_bit_global_loads_and_stores_become_two_128_bit_ones(emulation_env, tmp_path):
+    body = ("ld.global.nc.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, [%rd1+64];\n"
+            "@%p1 st.global.v8.b32 [%rd1], {%r1, %r2, %r3, %r1, %r2, %r3, %r1, %r2};")
+    module = MODULE.replace(".reg .pred %p<2>;", ".reg .pred %p<2>;\n.reg .f32 %f<9>;").replace("BODY", body)
+    assert _ptxas(module.replace("sm_100a", "sm_90a"), tmp_path).returncode != 0     # sm_90 has no .v8
+    new, _ = rewrite(module, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert ".v8" not in code
+    assert "ld.global.nc.v4.f32 {%f5, %f6, %f7, %f8}, [%rd1+80];" in code
+    assert "@%p1 st.global.v4.b32 [%rd1+16], {%r2, %r3, %r1, %r2};" in code
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_cp_shape_is_recognised_with_its_warpx_modifier_first_as_triton_writes_it():
+    for spelling in ("32x128b.warpx4", "warpx4.32x128b"):
+        new, _ = rewrite(MODULE.replace("BODY", f"tcgen05.cp.cta_group::1.{spelling} [%r1], %rd1;"),
+                         ".version 8.7\n.target sm_90a\n.address_size 64\n")
+        code = ptx_rewrite.strip_comments(new)
+        assert re.search(r"st\.param\.b32 \[emu_p\d+\], 5;\s*call __nvfp4emu_cp,", code), code

@@ -217,3 +217,18 @@ def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, 
     path = tmp_path / "submission.py"
     path.write_text(source)
     assert extensions_built_by(str(path)) == names
+
+
+def test_a_jit_submission_gets_the_build_allowance_on_each_case_first_call():
+    from types import SimpleNamespace
+
+    from arena.modes import BUILD_ALLOWANCE_S, Evaluator
+    evaluator = object.__new__(Evaluator)
+    evaluator.limits, evaluator.device = SimpleNamespace(case_timeout=None), "cpu"
+    evaluator.builds, evaluator._answered, evaluator._seen_per_call = True, True, None
+    evaluator.builds_per_shape = True              # CuTe DSL / Triton: a new shape compiles again
+    assert evaluator.timeout([]) >= BUILD_ALLOWANCE_S
+    evaluator._seen_per_call = 0.01                # the case's first call answered
+    assert evaluator.timeout([]) < BUILD_ALLOWANCE_S
+    evaluator.builds_per_shape, evaluator._seen_per_call = False, None   # load_inline: only the run's first call
+    assert evaluator.timeout([]) < BUILD_ALLOWANCE_S

@@ -49,6 +49,8 @@ _MBAR_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>mbarrier\.(?:try_wait|
                         r"(?P<args>[^;]*);")
 _BULK_TO_SHARED = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.(?:tensor\.\w+\.)?"
                              r"shared::(?:cluster|cta)\.global\b[\w:.]*)\s+(?P<dst>\[[^\]]*\])")
+_WIDE_GLOBAL = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:ld|st)(?:\.global)?(?:\.[\w:]+)*?)\.v8\.(?P<type>b32|u32|s32|f32)"
+                          r"\s+(?P<args>[^;]*);")
 _REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
 _ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
 _NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
@@ -218,7 +220,8 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
         mask = e.value(operands[1], 32) if multicast else "0"
         e.call(f"__nvfp4emu_commit{two}", [(str(site), 32), (mbar, 32), ("1" if multicast else "0", 32), (mask, 32)])
     elif verb == "cp":
-        shape = ".".join(q for q in quals if re.match(r"\d+x\d+b|warpx", q))
+        # the shape, then its .warpx modifier (Triton writes them the other way round: .warpx4.32x128b)
+        shape = ".".join([q for q in quals if re.match(r"\d+x\d+b", q)] + [q for q in quals if q.startswith("warpx")])
         if shape not in CP_SHAPES:
             raise CannotEmulate(f"`{instruction}`: tcgen05.cp shape {shape or '?'} is not emulated")
         extra = [q for q in quals if q not in ("cta_group::1", "cta_group::2") and not re.match(r"\d+x\d+b|warpx", q)]
@@ -605,6 +608,33 @@ def _rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
     raise CannotEmulate(f"`{instruction}`: this cluster launch control form is not emulated")
 
 
+def _split_wide_access(m: re.Match) -> str:
+    """sm_100's 256-bit ld/st.global.v8 of 32-bit values: two 128-bit accesses (sm_90 has .v4 at most; only the
+    single-instruction atomicity differs, which no tested kernel relies on)."""
+    guard, op, kind = m.group("guard") or "", m.group("op"), m.group("type")
+    if ".global" not in op and not op.startswith("ld.global") and not op.startswith("st.global"):
+        return m.group(0)
+    operands = _split_operands(m.group("args"))
+    if len(operands) != 2:
+        return m.group(0)
+    vector, address = (operands[0], operands[1]) if op.startswith("ld") else (operands[1], operands[0])
+    regs = [r.strip() for r in vector.strip("{}").split(",")]
+    inner = address.strip()[1:-1].strip()
+    base_offset = re.fullmatch(r"(.+?)\s*([+-])\s*(\d+)", inner)
+    base, offset = (base_offset.group(1), int(base_offset.group(3)) * (-1 if base_offset.group(2) == "-" else 1)) \
+        if base_offset else (inner, 0)
+    if len(regs) != 8 or not inner:
+        return m.group(0)
+    parts = []
+    for half in range(2):
+        where = f"[{base}+{offset + 16}]" if half else address
+        four = "{" + ", ".join(regs[4 * half:4 * half + 4]) + "}"
+        pair = (four, where) if op.startswith("ld") else (where, four)
+        parts.append(f"{guard}{op}.v4.{kind} {pair[0]}, {pair[1]};")
+    return " ".join(parts)
+
+
+
 def _merge_library(ptx: str, library_ptx: str) -> str:
     """Insert the library's globals and functions after the module header; the module's own definition of
     the state array (from emulation_host.h) moves up so the library can refer to it."""
@@ -656,6 +686,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _BULK_TO_SHARED.sub(check_write, text)
     text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
     text = _CVT_UE8M0.sub(lambda m: _rewrite_cvt_ue8m0(m, widths), text)
+    text = _WIDE_GLOBAL.sub(_split_wide_access, text)
     text = _CLC.sub(lambda m: _rewrite_clc(m, widths), text)
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
