@@ -19,6 +19,7 @@ Only the standard library: imported before torch.
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import hashlib
 import os
@@ -64,6 +65,26 @@ def _account_exists(uid: int) -> bool:
         return True
     except KeyError:
         return False
+
+
+def passwd_file(uid: int, home: str) -> str:
+    """A world-readable copy of the host's /etc/passwd with an account for the jail's uid, bound over /etc/passwd in
+    the jail: torch.compile, Triton and getpass.getuser() look the user up (a public CuTe DSL submission failed at
+    import with "getpwuid(): uid not found")."""
+    folder = tempfile.mkdtemp(prefix="arena-passwd-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.chmod(folder, 0o755)
+    try:
+        with open("/etc/passwd", encoding="utf-8", errors="replace") as f:
+            host = f.read()
+    except OSError:
+        host = ""
+    path = os.path.join(folder, "passwd")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(host + ("" if host.endswith("\n") or not host else "\n") +
+                f"jail:x:{uid}:{uid}:nvfp4-arena jail:{home}:/usr/sbin/nologin\n")
+    os.chmod(path, 0o644)
+    return path
 
 
 def default_limits() -> Limits:
@@ -234,6 +255,8 @@ def command(argv: list[str], home: str, uid: int | None, limits: Limits, readabl
         jail += ["--ro-bind", "/dev/null", socket_file]
     for folder in [home, *writable]:
         jail += ["--bind", folder, folder]
+    if uid is not None:
+        jail += ["--ro-bind", passwd_file(uid, home), "/etc/passwd"]
     jail += ["--chdir", home, "--"]
     limit = ["prlimit", f"--data={limits.memory_bytes}", f"--nproc={limits.processes}",
              f"--nofile={limits.open_files}", "--"]

@@ -32,6 +32,19 @@ def _dsl_version() -> str | None:
         return None
 
 
+def _emulation_line(exc: BaseException) -> str | None:
+    """The `emulate-blackwell: ...` line in `exc` or the exceptions it wraps (CuTe DSL wraps a failed compile in
+    its own "ICE" error): what stops the emulation, which says more than the architecture it would need."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        match = re.search(r"emulate-blackwell:[^\n]*", str(exc))
+        if match:
+            return match.group(0).strip()
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "cause", None)
+    return None
+
+
 def explain_import_error(exc: BaseException, device_capability: tuple | None,
                          built_for: list[str] | None = None) -> str | None:
     """One plain line for why `exc` happened here, or None when it is not one of these causes.
@@ -39,6 +52,9 @@ def explain_import_error(exc: BaseException, device_capability: tuple | None,
     device_capability: the GPU's (major, minor), None on a machine without a CUDA GPU. built_for: the archs
     the submission's CUDA code was compiled for, when known (arena/compile/), to name them."""
     text = f"{type(exc).__name__}: {exc}"
+    emulation = _emulation_line(exc)
+    if emulation:
+        return emulation
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in _DSL_MODULES:
         return (f"needs CuTe DSL (nvidia-cutlass-dsl), which is not installed (no module {exc.name!r}): "
                 f"{CUTE_DSL_INSTALL}")

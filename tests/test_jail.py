@@ -159,3 +159,10 @@ def test_a_neighbour_evaluation_can_neither_see_nor_signal_another(one, exploit_
         other.wait()
     assert run.code == 0, run.stderr[-1500:]
     assert [line.strip() for line in open(os.path.join(exploit_dir, "neighbour"))] == ["reached 0"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the jail under a uid of its own")
+def test_the_jails_own_user_can_be_looked_up(one):
+    run = run_eval("test", one, "--submission", os.path.join(ROOT, "tests", "submissions", "looks_up_its_user.py"))
+    assert run.code == 0, (run.stdout[-1500:], run.stderr[-1500:])
+    assert "getpwuid" not in run.stdout + run.stderr

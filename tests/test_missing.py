@@ -88,3 +88,19 @@ def test_the_extra_pins_the_competitions_version_and_is_documented():
     assert lines == [f"nvidia-cutlass-dsl=={missing.CUTE_DSL_PIN}"]
     assert CUTE_DSL_INSTALL in (Path(ROOT) / "README.md").read_text()
     assert re.search(r"kernelbot.*modal_runner\.py", (Path(ROOT) / "requirements-cute.txt").read_text())
+
+
+def test_what_stops_the_emulation_wins_over_the_architecture_a_wrapped_error_names():
+    class DSLRuntimeError(Exception):      # as CuTe DSL wraps a failed compile ("ICE"), with the cause kept
+        pass
+    inner = RuntimeError("emulate-blackwell: cannot emulate `cp.async.bulk.tensor.4d....cta_group::2 [%r1]`: TMA "
+                         "with .cta_group::2 (CTA pairs) is emulated only for loads without .multicast::cluster")
+    try:
+        try:
+            raise inner
+        except RuntimeError as error:
+            raise DSLRuntimeError("ICE: sm_100a compile failed") from error
+    except DSLRuntimeError as wrapped:
+        line = explain_import_error(wrapped, (9, 0))
+    assert line.startswith("emulate-blackwell: cannot emulate `cp.async.bulk.tensor.4d")
+    assert "needs a Blackwell GPU" not in line

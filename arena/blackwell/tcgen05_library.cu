@@ -207,6 +207,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
     const unsigned long long t0 = emu_now();
     bool stole = false;
+    unsigned long long last_touched = 0ull;
+    uint32_t polls = 0;   // since the SM's tensor memory was last used: time-slicing with other processes can
+                          // stop this CTA and the holder together for seconds, so 2 s of clock alone is not enough
     for (;;) {
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
       __threadfence();
@@ -224,10 +227,13 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
       if (found >= 0) { start = (uint32_t)found * 32u; break; }
-      // Columns held by a CTA that never deallocated: 2 s in which nothing used this SM's tensor memory.
-      // (A holder still at work touches it with every emulated mma/cp/ld/st, however slow the emulation.)
+      // Columns held by a CTA that never deallocated: 2 s in which nothing used this SM's tensor memory, over
+      // 200000 polls. (A holder still at work touches it with every emulated mma/cp/ld/st and every failed
+      // mbarrier wait, however slow the emulation.)
       const unsigned long long touched = *(volatile unsigned long long*)&__nvfp4emu_touched[sm];
-      if (!stole && emu_now() - (touched > t0 ? touched : t0) > 2000000000ull) {
+      if (touched != last_touched) { last_touched = touched; polls = 0; }
+      ++polls;
+      if (!stole && polls > 200000u && emu_now() - (touched > t0 ? touched : t0) > 2000000000ull) {
         emu_fail(E_ALLOC_TIMEOUT, site, ncols, sm);
         while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
         for (uint32_t i = 0; i < EMU_GRANULES; ++i) owner[i] = 0ull;
@@ -457,6 +463,7 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_wait_failed(uint32_t site
   if (emu_synchronous()) return 0u;
   const uint32_t sm = emu_smid();
   if (sm >= EMU_MAX_SM) return 0u;
+  *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();   // a CTA waiting here is alive
   const int q = emu_queue_of(sm);
   if (q < 0) return 0u;
   // Without the lock first: most failed waits are for a TMA or a thread's arrival, and the waiting threads must
