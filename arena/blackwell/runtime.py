@@ -108,10 +108,11 @@ SITE_MESSAGES = {
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }
-MESSAGES[62] = ("a TMA uses a tensor map whose element type (word 2 = {a:#010x}) Hopper's TMA does not have; it is "
-                "read as packed FP4 and copied as UINT8 (dim0 and box0 halved, box0 - 1 was {b:#010x} >> 24)")
+MESSAGES[62] = ("a TMA uses a tensor map of element type {b} (word 2 = {a:#010x}): a Blackwell-only type other than "
+                "packed FP4 (16U4_ALIGN8B), such as 16U4_ALIGN16B or 16U6_ALIGN16B, which the emulation does not "
+                "translate for Hopper's TMA")
 KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
-WARNINGS = (60, 61, 62)
+WARNINGS = (60, 61)
 
 
 def _bits(mask: int) -> str:

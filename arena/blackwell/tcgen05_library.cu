@@ -81,7 +81,8 @@ enum : uint32_t {
   E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64,
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
-  W_SCALE_QUARTERS = 60, W_SBO_OVERLAP, W_TMAP_RETYPED,
+  W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
+  E_TMAP_TYPE = 62,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
 };
@@ -1413,6 +1414,9 @@ __device__ int __nvfp4emu_tmap_lock;
 }
 static __device__ __forceinline__ uint32_t emu_tmap_type(const uint32_t* w) { return (w[2] >> 7) & 0x1Fu; }
 static __device__ __forceinline__ bool emu_tmap_hopper_type(uint32_t t) { return t <= 10u; }
+// Packed FP4 (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B) is type 11 in CuTe DSL's maps: the official NVFP4 GEMM,
+// dual GEMM and group GEMM examples, whose A/B maps have it, pass under this retyping on an H200.
+#define EMU_TMAP_PACKED_FP4 11u
 
 static __device__ int emu_tmap_find(const uint32_t* w, uint32_t count) {
   for (uint32_t i = 0; i < count && i < EMU_TMAP_SLOTS; ++i) {
@@ -1441,7 +1445,9 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tma_map(unsigne
       out[2] = w[2] & ~(0x1Fu << 7);
       out[8] = (w[8] + 1u) / 2u - 1u;
       out[13] = (w[13] & 0x00FFFFFFu) | ((((w[13] >> 24) + 1u) / 2u - 1u) << 24);
-      emu_warn(W_TMAP_RETYPED, 0, w[2], w[13]);
+      // Another Blackwell-only type (16U4_ALIGN16B, 16U6_ALIGN16B: padded in shared memory) is not this layout:
+      // the copy keeps the kernel from faulting, and the error says why its results are wrong.
+      if (emu_tmap_type(w) != EMU_TMAP_PACKED_FP4) emu_fail(E_TMAP_TYPE, 0, w[2], emu_tmap_type(w));
       asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
       __threadfence();
       *(volatile uint32_t*)&__nvfp4emu_tmap_count = count + 1u;
