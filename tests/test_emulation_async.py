@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from arena.blackwell import ptx_rewrite, runtime, toolchain
+from arena.blackwell import ptx_rewrite, ptx_text, runtime, toolchain
 from arena.compile import find_tool
 from tests.blackwell import planted
 
@@ -111,7 +111,7 @@ def test_a_load_is_finished_by_the_first_use_of_a_register_or_by_wait_ld(rewritt
     ("selp.u32 %r4, 1, 0, %p2;", {"%p2"}),
 ])
 def test_reads_are_the_operands_after_the_destination_or_all_of_a_store(statement, reads):
-    assert ptx_rewrite._reads(statement) == reads
+    assert ptx_text.reads(statement) == reads
 
 
 SITES = {3: "tcgen05.ld.sync.aligned.32x32b.x32.b32 {...}, [%r9];",

@@ -10,6 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from arena.blackwell import ptx_sm100
+from arena.blackwell.ptx_text import (  # noqa: F401  (CannotEmulate, strip_comments: the module's contract)
+    CannotEmulate, Emitter, function_bodies, reads, register_widths, split_operands, strip_comments)
+
 TARGET = "sm_90a"
 STATE_SYMBOL = "__nvfp4emu_state"
 STATE_WORDS = 32 + 64 * 32          # as NVFP4EMU_STATE_WORDS in emulation_host.h
@@ -25,10 +29,6 @@ LD_MARK = "//@emu-ld"              # after a rewritten tcgen05.ld: its site and 
 WAIT_LD_MARK = "//@emu-wait-ld"    # a tcgen05.wait::ld
 
 
-class CannotEmulate(RuntimeError):
-    """One line: the instruction or feature that the emulation does not cover."""
-
-
 @dataclass
 class Site:
     number: int
@@ -36,11 +36,8 @@ class Site:
     instruction: str   # its text, whitespace collapsed
 
 
-_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 _TARGET = re.compile(r"^(\s*\.target\s+)(sm_1\d\d[af]?)\b", re.M)
 _STATEMENT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>tcgen05\.[\w:.]+)(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
-_CVT_FP4 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\be2m1x\d[\w.]*)\s+(?P<args>[^;]*);")
-_CVT_UE8M0 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\bue8m0x2[\w.]*)\s+(?P<args>[^;]*);")
 _BULK_CTA_GROUP = re.compile(r"\b(cp\.async\.bulk\.[\w:.]*?)\.cta_group::(\d)")
 _TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduce\.async\.bulk|"
                   r"cp\.async\.bulk\.prefetch)\.tensor\.[\w:.]+)(?P<args>[^;{}]*\[\s*(?P<map>[%\w$]+)\s*,\s*"
@@ -49,137 +46,6 @@ _MBAR_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>mbarrier\.(?:try_wait|
                         r"(?P<args>[^;]*);")
 _BULK_TO_SHARED = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.(?:tensor\.\w+\.)?"
                              r"shared::(?:cluster|cta)\.global\b[\w:.]*)\s+(?P<dst>\[[^\]]*\])")
-_WIDE_GLOBAL = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:ld|st)(?:\.global)?(?:\.[\w:]+)*?)\.v8\.(?P<type>b32|u32|s32|f32)"
-                          r"\s+(?P<args>[^;]*);")
-_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+([^;]+);")
-_ADDRESS = re.compile(r"^\[\s*([%\w$]+)?\s*(?:([+-])?\s*(0x[0-9a-fA-F]+|\d+))?\s*\]$")
-_NUMBER = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
-
-
-def strip_comments(ptx: str) -> str:
-    return _COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", ptx)
-
-
-def register_widths(ptx: str) -> dict[str, int]:
-    """Bit width of every declared register name (`%r<120>` ranges count as the prefix)."""
-    widths = {}
-    for kind, names in _REG_DECL.findall(ptx):
-        bits = 1 if kind == "pred" else int(re.sub(r"\D", "", kind) or 32)
-        for name in names.split(","):
-            name = name.strip()
-            widths[re.sub(r"<\d+>$", "", name)] = bits
-    return widths
-
-
-def _split_operands(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
-class _Emitter:
-    """Builds the replacement of one instruction inside a `{ }` scope with its own temporaries."""
-
-    def __init__(self, widths: dict[str, int], guard: str):
-        self.widths, self.guard = dict(widths), guard
-        self.decls, self.body, self.params = [], [], []
-        self.count = 0
-
-    def width(self, reg: str) -> int:
-        if reg in self.widths:
-            return self.widths[reg]
-        prefix = re.match(r"%?[a-z]+", reg)
-        name = prefix.group(0) if prefix else reg
-        if name in self.widths:
-            return self.widths[name]
-        return {"%rd": 64, "%r": 32, "%rs": 16, "%p": 1, "%f": 32, "%fd": 64}.get(name, 32)
-
-    def temp(self, bits: int) -> str:
-        self.count += 1
-        name = f"%emu_t{self.count}"
-        self.widths[name] = bits
-        self.decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {name};")
-        return name
-
-    def value(self, operand: str, bits: int) -> str:
-        """A register or immediate holding `operand` at `bits` width."""
-        if _NUMBER.match(operand):
-            return operand
-        have = self.width(operand)
-        if have == bits:
-            return operand
-        if have == 1:  # predicate -> 0/1
-            t = self.temp(bits)
-            self.body.append(f"selp.b{bits} {t}, 1, 0, {operand};")
-            return t
-        t = self.temp(bits)
-        self.body.append(f"cvt.u{bits}.u{have} {t}, {operand};")
-        return t
-
-    def shared_address(self, operand: str) -> str:
-        """A 32-bit shared-window address from `[reg]`, `[reg+imm]`, `[symbol]` or `[imm]`."""
-        m = _ADDRESS.match(operand.replace(" ", ""))
-        if not m:
-            raise CannotEmulate(f"address operand {operand!r} is not of the form [register+offset]")
-        base, sign, offset = m.groups()
-        if base is None:
-            return offset
-        if base.startswith("%") or base in self.widths:
-            reg = self.value(base, 32)
-        else:  # a .shared symbol
-            reg = self.temp(32)
-            self.body.append(f"mov.u32 {reg}, {base};")
-        if offset:
-            t = self.temp(32)
-            self.body.append(f"{'add' if sign != '-' else 'sub'}.u32 {t}, {reg}, {offset};")
-            return t
-        return reg
-
-    def generic_to_shared(self, operand: str) -> str:
-        m = _ADDRESS.match(operand.replace(" ", ""))
-        if not m or m.group(1) is None:
-            raise CannotEmulate(f"address operand {operand!r} is not of the form [register]")
-        reg = self.value(m.group(1), 64)
-        if m.group(3):
-            t = self.temp(64)
-            self.body.append(f"{'add' if m.group(2) != '-' else 'sub'}.u64 {t}, {reg}, {m.group(3)};")
-            reg = t
-        t64, t32 = self.temp(64), self.temp(32)
-        self.body += [f"cvta.to.shared.u64 {t64}, {reg};", f"cvt.u32.u64 {t32}, {t64};"]
-        return t32
-
-    def call(self, function: str, args: list[tuple[str, int]], result_bits: int | None = None) -> str | None:
-        names = []
-        for value, bits in args:
-            self.count += 1
-            name = f"emu_p{self.count}"
-            self.decls.append(f".param .b{bits} {name};")
-            self.body.append(f"st.param.b{bits} [{name}], {value};")
-            names.append(name)
-        out = None
-        if result_bits:
-            out = self.temp(result_bits)
-            ret = f"emu_ret{self.count}"
-            self.decls.append(f".param .b{result_bits} {ret};")
-            self.body.append(f"{self.guard}call ({ret}), {function}, ({', '.join(names)});")
-            self.body.append(f"ld.param.b{result_bits} {out}, [{ret}];")
-        else:
-            self.body.append(f"{self.guard}call {function}, ({', '.join(names)});")
-        return out
-
-    def text(self) -> str:
-        return "{ // nvfp4-arena emulation\n\t" + "\n\t".join(self.decls + self.body) + "\n\t}"
 
 
 def _qualifiers(op: str) -> list[str]:
@@ -191,7 +57,7 @@ def _pair(quals: list[str]) -> bool:
     return "cta_group::2" in quals
 
 
-def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instruction: str) -> str:
+def _rewrite_one(op: str, operands: list[str], e: Emitter, site: int, instruction: str) -> str:
     verb = op.split(".")[1].split("::")[0]
     quals = _qualifiers(op)
     if "aligned" in quals and verb in ("alloc", "dealloc", "ld", "st"):
@@ -239,7 +105,7 @@ def _rewrite_one(op: str, operands: list[str], e: _Emitter, site: int, instructi
     return e.text()
 
 
-def _rewrite_mma(quals, operands, e: _Emitter, site: int, instruction: str) -> None:
+def _rewrite_mma(quals, operands, e: Emitter, site: int, instruction: str) -> None:
     for unsupported in ("ws", "sp", "ashift"):
         if unsupported in quals:
             raise CannotEmulate(f"`{instruction}`: tcgen05.mma.{unsupported} is not emulated")
@@ -302,7 +168,7 @@ def ld_st_offsets(shape: str, count: int) -> list[int]:
     return out
 
 
-def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: str) -> None:
+def _rewrite_ld_st(verb, quals, operands, e: Emitter, site: int, instruction: str) -> None:
     shapes = [q for q in quals if q in LD_SHAPES]
     if not shapes:
         raise CannotEmulate(f"`{instruction}`: tcgen05.{verb} shape is not emulated (16x32bx2?)")
@@ -329,55 +195,6 @@ def _rewrite_ld_st(verb, quals, operands, e: _Emitter, site: int, instruction: s
         e.body.append(f"{LD_MARK} {site} {' '.join(regs)}")
 
 
-def _rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
-    """cvt.rn{.relu}.f16x2.e2m1x2 d, a and cvt.rn.satfinite{.relu}.e2m1x2.f32 d, a, b (sm_100 only) as calls."""
-    instruction = " ".join(m.group(0).split())
-    quals = m.group("quals").split(".")
-    guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
-    operands = _split_operands(m.group("args"))
-    relu = "1" if "relu" in quals else "0"
-    plain = [q for q in quals if q not in ("relu", "satfinite")]
-    if plain == ["rn", "f16x2", "e2m1x2"] and len(operands) == 2 and relu == "0":
-        out = e.call("__nvfp4emu_cvt_f16x2_e2m1x2", [(e.value(operands[1], 32), 32)], 32)
-    elif plain == ["rn", "e2m1x2", "f32"] and "satfinite" in quals and len(operands) == 3:
-        out = e.call("__nvfp4emu_cvt_e2m1x2_f32", [(operands[1], 32), (operands[2], 32), (relu, 32)], 32)
-    else:
-        raise CannotEmulate(f"`{instruction}`: this FP4 conversion is not emulated")
-    dst, bits = operands[0], e.width(operands[0])
-    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
-    return e.text()
-
-
-def _f32_operand(operand: str) -> str:
-    """An f32 source operand for a .b32 parameter: a register as it is, an `0fXXXXXXXX` immediate as its bits."""
-    return "0x" + operand[2:] if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", operand) else operand
-
-
-def _rewrite_cvt_ue8m0(m: re.Match, widths: dict[str, int]) -> str:
-    """cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 d, a, b, cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2 d, a and
-    cvt.rn.bf16x2.ue8m0x2 d, a (sm_100 only) as calls (tcgen05_library.cu states their semantics)."""
-    instruction = " ".join(m.group(0).split())
-    quals = m.group("quals").split(".")
-    guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
-    operands = _split_operands(m.group("args"))
-    mode = str(int("rp" in quals) + 2 * int("satfinite" in quals))     # as the library reads it
-    plain = [q for q in quals if q != "satfinite"]
-    if plain in (["rz", "ue8m0x2", "f32"], ["rp", "ue8m0x2", "f32"]) and len(operands) == 3:
-        out = e.call("__nvfp4emu_cvt_ue8m0x2_f32", [(_f32_operand(operands[1]), 32), (_f32_operand(operands[2]), 32),
-                                                    (mode, 32)], 32)
-    elif plain in (["rz", "ue8m0x2", "bf16x2"], ["rp", "ue8m0x2", "bf16x2"]) and len(operands) == 2:
-        out = e.call("__nvfp4emu_cvt_ue8m0x2_bf16x2", [(e.value(operands[1], 32), 32), (mode, 32)], 32)
-    elif quals == ["rn", "bf16x2", "ue8m0x2"] and len(operands) == 2:
-        out = e.call("__nvfp4emu_cvt_bf16x2_ue8m0x2", [(e.value(operands[1], 32), 32)], 32)
-    else:
-        raise CannotEmulate(f"`{instruction}`: this UE8M0 conversion is not emulated")
-    dst, bits = operands[0], e.width(operands[0])
-    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
-    return e.text()
-
-
 def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     """A tensor TMA gets its innermost coordinate through __nvfp4emu_tma_coord, which halves it for a packed-FP4
     map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes), and
@@ -385,7 +202,7 @@ def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     if ".im2col" in m.group("op"):
         return m.group(0)
     guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
+    e = Emitter(widths, guard + " " if guard else "")
     tmap = m.group("map")
     if not (tmap.startswith("%") or tmap in widths):     # a .param/.global symbol: its generic address
         t = e.temp(64)
@@ -421,9 +238,9 @@ def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
         raise CannotEmulate(f"`{instruction}`: TMA with .cta_group::2 (CTA pairs) is emulated only for loads from "
                             "global memory without .multicast::cluster")
     guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
+    e = Emitter(widths, guard + " " if guard else "")
     e.count = 900        # the TMA coordinate rewrite wraps the statement in a scope of its own: distinct names
-    operands = _split_operands(m.group("args"))
+    operands = split_operands(m.group("args"))
     brackets = [i for i, x in enumerate(operands) if x.startswith("[")]
     if len(brackets) < 3:
         raise CannotEmulate(f"`{instruction}`: no mbarrier operand found")
@@ -440,8 +257,8 @@ def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     a commit to this barrier complete (__nvfp4emu_wait_failed), then the wait is tried once more. Operations
     complete no earlier than a thread finds their barrier incomplete: as late as the memory model allows."""
     guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
-    operands = _split_operands(m.group("args"))
+    e = Emitter(widths, guard + " " if guard else "")
+    operands = split_operands(m.group("args"))
     op = m.group("op")
     if len(operands) < 3 or not operands[1].startswith("["):
         return m.group(0)
@@ -455,46 +272,6 @@ def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
-_FUNCTION_HEAD = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\b", re.M)
-_REGISTER = re.compile(r"%[\w$]+")
-_WRITES_NOTHING = ("st.", "st ", "red.", "prefetch", "bar.", "bra", "ret", "exit", "call", "fence", "membar",
-                   "cp.", "mbarrier.init", "mbarrier.inval", "mbarrier.arrive", "mbarrier.expect_tx", "trap")
-
-
-def _reads(statement: str) -> set[str]:
-    """Registers a PTX statement reads: every operand but the first (its destination), or all of them for the
-    instructions that write no register."""
-    body = re.sub(r"^@!?[%\w$]+\s+", "", statement.strip())
-    parts = body.split(None, 1)
-    if len(parts) < 2:
-        return set()
-    opcode, operands = parts
-    if opcode.startswith(_WRITES_NOTHING):
-        return set(_REGISTER.findall(operands))
-    split = _split_operands(operands.rstrip(";"))
-    return set(_REGISTER.findall(",".join(split[1:])))
-
-
-def _function_bodies(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each function body's text between its outer braces."""
-    bodies = []
-    for head in _FUNCTION_HEAD.finditer(text):
-        brace, semicolon = text.find("{", head.end()), text.find(";", head.end())
-        if brace < 0 or 0 <= semicolon < brace:
-            continue   # a declaration
-        depth, i = 0, brace
-        while i < len(text):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        bodies.append((brace + 1, i))
-    return bodies
-
-
 def finish_loads(text: str) -> str:
     """A tcgen05.ld reads tensor memory until tcgen05.wait::ld or until one of its registers is used (the register
     dependence orders it: NVIDIA's CuTe DSL examples use the registers without ever waiting). The library keeps
@@ -506,7 +283,7 @@ def finish_loads(text: str) -> str:
         return text.replace(WAIT_LD_MARK, "// emulation: the ld wait")
     out, last = [], 0
     finish = "{{ .param .b32 emu_ls; st.param.b32 [emu_ls], {site}; {guard}call __nvfp4emu_ld_finished, (emu_ls); }}"
-    for start, end in _function_bodies(text):
+    for start, end in function_bodies(text):
         body = text[start:end]
         if LD_MARK not in body and WAIT_LD_MARK not in body:
             continue
@@ -527,7 +304,7 @@ def finish_loads(text: str) -> str:
                 lines += [finish.format(site=0, guard=""), clear]
                 continue
             if stripped.endswith(";") and not stripped.startswith((".", "//")) and "%emu_ldp" not in stripped:
-                read = _reads(stripped)
+                read = reads(stripped)
                 for site, regs in loads.items():
                     if read & regs:
                         lines += [finish.format(site=site, guard=f"@{flag[site]} "),
@@ -544,95 +321,10 @@ def _check_bulk_write(m: re.Match, widths: dict[str, int], site: int) -> str:
     """Before a bulk copy (TMA) into shared memory: __nvfp4emu_smem_write reports a destination that a queued
     tcgen05 operation still reads (a stage refilled before the commit that frees it completed)."""
     guard = (m.group("guard") or "").strip()
-    e = _Emitter(widths, guard + " " if guard else "")
+    e = Emitter(widths, guard + " " if guard else "")
     dst = e.shared_address(m.group("dst"))
     e.call("__nvfp4emu_smem_write", [(str(site), 32), (dst, 32)])
     return e.text() + "\n\t" + m.group(0)
-
-
-_CLC = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>clusterlaunchcontrol\.[\w:.]+)"
-                  r"(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
-CLC_RESPONSE_BYTES = 16
-
-
-def _rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
-    """Cluster launch control as a cancel that never succeeds: every CTA of the grid runs, so a persistent
-    kernel's first tile is its only one. try_cancel writes a 16-byte all-zero response (the emulation's "not
-    canceled") and completes 16 bytes of transaction on the mbarrier, as the hardware does when the response
-    lands; with .multicast::cluster::all, at the same offsets in every CTA of the cluster (each CTA waits on its
-    own mbarrier for its own copy). query_cancel.is_canceled gives false; get_first_ctaid, which a kernel reads
-    only after a successful cancel, gives 0."""
-    instruction = " ".join(m.group(0).split())
-    op, guard = m.group("op"), (m.group("guard") or "").strip()
-    quals = op.split(".")[1:]
-    e = _Emitter(widths, guard + " " if guard else "")
-    operands = _split_operands(m.group("args"))
-    if quals[:2] == ["try_cancel", "async"] and "mbarrier::complete_tx::bytes" in quals and quals[-1] == "b128" \
-            and len(operands) == 2 and set(quals) <= {"try_cancel", "async", "shared::cta", "b128",
-                                                      "mbarrier::complete_tx::bytes", "multicast::cluster::all"}:
-        address = e.shared_address if "shared::cta" in quals else e.generic_to_shared
-        response, barrier = address(operands[0]), address(operands[1])
-        zero = e.temp(32)
-        skip = f"$emu_clc_done_{m.start()}"
-        if guard:
-            negated = guard[2:] if guard.startswith("@!") else guard[1:]
-            e.body.append(f"@{'' if guard.startswith('@!') else '!'}{negated} bra {skip};")
-        e.body.append(f"mov.b32 {zero}, 0;")
-        if "multicast::cluster::all" not in quals:
-            e.body += [f"st.shared.v4.b32 [{response}], {{{zero}, {zero}, {zero}, {zero}}};",
-                       "fence.acq_rel.cluster;",
-                       f"mbarrier.complete_tx.relaxed.cluster.shared::cta.b64 [{barrier}], {CLC_RESPONSE_BYTES};"]
-        else:
-            rank, count, there, there_barrier, more = e.temp(32), e.temp(32), e.temp(32), e.temp(32), e.temp(1)
-            loop = f"$emu_clc_cta_{m.start()}"
-            e.body += [f"mov.u32 {count}, %cluster_nctarank;", f"mov.u32 {rank}, 0;", f"{loop}:",
-                       f"mapa.shared::cluster.u32 {there}, {response}, {rank};",
-                       f"mapa.shared::cluster.u32 {there_barrier}, {barrier}, {rank};",
-                       f"st.shared::cluster.v4.b32 [{there}], {{{zero}, {zero}, {zero}, {zero}}};",
-                       "fence.acq_rel.cluster;",
-                       f"mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [{there_barrier}], "
-                       f"{CLC_RESPONSE_BYTES};",
-                       f"add.u32 {rank}, {rank}, 1;", f"setp.lt.u32 {more}, {rank}, {count};",
-                       f"@{more} bra {loop};"]
-        if guard:
-            e.body.append(f"{skip}:")
-        return e.text()
-    if quals[:2] == ["query_cancel", "is_canceled"] and quals[2:] == ["pred", "b128"] and len(operands) == 2:
-        return f"{e.guard}setp.ne.u32 {operands[0]}, 0, 0;"
-    vector = quals[1:] == ["get_first_ctaid", "v4", "b32", "b128"]
-    one = quals[1:2] in (["get_first_ctaid::x"], ["get_first_ctaid::y"], ["get_first_ctaid::z"]) \
-        and quals[2:] == ["b32", "b128"]
-    if quals[0] == "query_cancel" and (vector or one) and len(operands) == 2:
-        targets = [t.strip() for t in operands[0].strip("{} ").split(",")]
-        return " ".join(f"{e.guard}mov.b32 {t}, 0;" for t in targets if t != "_")
-    raise CannotEmulate(f"`{instruction}`: this cluster launch control form is not emulated")
-
-
-def _split_wide_access(m: re.Match) -> str:
-    """sm_100's 256-bit ld/st.global.v8 of 32-bit values: two 128-bit accesses (sm_90 has .v4 at most; only the
-    single-instruction atomicity differs, which no tested kernel relies on)."""
-    guard, op, kind = m.group("guard") or "", m.group("op"), m.group("type")
-    if ".global" not in op and not op.startswith("ld.global") and not op.startswith("st.global"):
-        return m.group(0)
-    operands = _split_operands(m.group("args"))
-    if len(operands) != 2:
-        return m.group(0)
-    vector, address = (operands[0], operands[1]) if op.startswith("ld") else (operands[1], operands[0])
-    regs = [r.strip() for r in vector.strip("{}").split(",")]
-    inner = address.strip()[1:-1].strip()
-    base_offset = re.fullmatch(r"(.+?)\s*([+-])\s*(\d+)", inner)
-    base, offset = (base_offset.group(1), int(base_offset.group(3)) * (-1 if base_offset.group(2) == "-" else 1)) \
-        if base_offset else (inner, 0)
-    if len(regs) != 8 or not inner:
-        return m.group(0)
-    parts = []
-    for half in range(2):
-        where = f"[{base}+{offset + 16}]" if half else address
-        four = "{" + ", ".join(regs[4 * half:4 * half + 4]) + "}"
-        pair = (four, where) if op.startswith("ld") else (where, four)
-        parts.append(f"{guard}{op}.v4.{kind} {pair[0]}, {pair[1]};")
-    return " ".join(parts)
-
 
 
 def _merge_library(ptx: str, library_ptx: str) -> str:
@@ -671,8 +363,8 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
         number = len(sites) + 1
         sites.append(Site(number, line, instruction))
         guard = (m.group("guard") or "").strip()
-        emitter = _Emitter(widths, guard + " " if guard else "")
-        operands = _split_operands(m.group("args"))
+        emitter = Emitter(widths, guard + " " if guard else "")
+        operands = split_operands(m.group("args"))
         return _rewrite_one(m.group("op"), operands, emitter, number, instruction)
 
     text = _STATEMENT.sub(replace, text)
@@ -684,10 +376,10 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
         return _check_bulk_write(m, widths, len(sites))
 
     text = _BULK_TO_SHARED.sub(check_write, text)
-    text = _CVT_FP4.sub(lambda m: _rewrite_cvt_fp4(m, widths), text)
-    text = _CVT_UE8M0.sub(lambda m: _rewrite_cvt_ue8m0(m, widths), text)
-    text = _WIDE_GLOBAL.sub(_split_wide_access, text)
-    text = _CLC.sub(lambda m: _rewrite_clc(m, widths), text)
+    text = ptx_sm100.CVT_FP4.sub(lambda m: ptx_sm100.rewrite_cvt_fp4(m, widths), text)
+    text = ptx_sm100.CVT_UE8M0.sub(lambda m: ptx_sm100.rewrite_cvt_ue8m0(m, widths), text)
+    text = ptx_sm100.WIDE_GLOBAL.sub(ptx_sm100.split_wide_access, text)
+    text = ptx_sm100.CLC.sub(lambda m: ptx_sm100.rewrite_clc(m, widths), text)
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)

@@ -74,7 +74,8 @@ def host_header() -> str:
 
 def library_version() -> str:
     digest = hashlib.sha256()
-    for path in (LIBRARY_SOURCE, HOST_HEADER, os.path.join(HERE, "ptx_rewrite.py"), os.path.join(HERE, "shims.py")):
+    for path in (LIBRARY_SOURCE, HOST_HEADER, *(os.path.join(HERE, name) for name in (
+            "ptx_rewrite.py", "ptx_text.py", "ptx_sm100.py", "shims.py"))):
         with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(cuda_home().encode())

@@ -1,0 +1,147 @@
+"""The sm_100-only instructions outside tcgen05 that public Blackwell kernels use, rewritten for sm_90a: the FP4 and
+UE8M0 conversions become calls of the emulation library, cluster launch control becomes a cancel that never
+succeeds, and 256-bit global loads and stores become two 128-bit ones. Text in, text out (ptx_rewrite.rewrite
+runs these after the tcgen05 rewrite)."""
+from __future__ import annotations
+
+import re
+
+from arena.blackwell.ptx_text import CannotEmulate, Emitter, split_operands
+
+CVT_FP4 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\be2m1x\d[\w.]*)\s+(?P<args>[^;]*);")
+CVT_UE8M0 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?cvt\.(?P<quals>[\w.]*\bue8m0x2[\w.]*)\s+(?P<args>[^;]*);")
+WIDE_GLOBAL = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:ld|st)(?:\.global)?(?:\.[\w:]+)*?)\.v8\.(?P<type>b32|u32|s32|f32)"
+                          r"\s+(?P<args>[^;]*);")
+
+
+def rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
+    """cvt.rn{.relu}.f16x2.e2m1x2 d, a and cvt.rn.satfinite{.relu}.e2m1x2.f32 d, a, b (sm_100 only) as calls."""
+    instruction = " ".join(m.group(0).split())
+    quals = m.group("quals").split(".")
+    guard = (m.group("guard") or "").strip()
+    e = Emitter(widths, guard + " " if guard else "")
+    operands = split_operands(m.group("args"))
+    relu = "1" if "relu" in quals else "0"
+    plain = [q for q in quals if q not in ("relu", "satfinite")]
+    if plain == ["rn", "f16x2", "e2m1x2"] and len(operands) == 2 and relu == "0":
+        out = e.call("__nvfp4emu_cvt_f16x2_e2m1x2", [(e.value(operands[1], 32), 32)], 32)
+    elif plain == ["rn", "e2m1x2", "f32"] and "satfinite" in quals and len(operands) == 3:
+        out = e.call("__nvfp4emu_cvt_e2m1x2_f32", [(operands[1], 32), (operands[2], 32), (relu, 32)], 32)
+    else:
+        raise CannotEmulate(f"`{instruction}`: this FP4 conversion is not emulated")
+    dst, bits = operands[0], e.width(operands[0])
+    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
+    return e.text()
+
+
+def _f32_operand(operand: str) -> str:
+    """An f32 source operand for a .b32 parameter: a register as it is, an `0fXXXXXXXX` immediate as its bits."""
+    return "0x" + operand[2:] if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", operand) else operand
+
+
+def rewrite_cvt_ue8m0(m: re.Match, widths: dict[str, int]) -> str:
+    """cvt.{rz,rp}{.satfinite}.ue8m0x2.f32 d, a, b, cvt.{rz,rp}{.satfinite}.ue8m0x2.bf16x2 d, a and
+    cvt.rn.bf16x2.ue8m0x2 d, a (sm_100 only) as calls (tcgen05_library.cu states their semantics)."""
+    instruction = " ".join(m.group(0).split())
+    quals = m.group("quals").split(".")
+    guard = (m.group("guard") or "").strip()
+    e = Emitter(widths, guard + " " if guard else "")
+    operands = split_operands(m.group("args"))
+    mode = str(int("rp" in quals) + 2 * int("satfinite" in quals))     # as the library reads it
+    plain = [q for q in quals if q != "satfinite"]
+    if plain in (["rz", "ue8m0x2", "f32"], ["rp", "ue8m0x2", "f32"]) and len(operands) == 3:
+        out = e.call("__nvfp4emu_cvt_ue8m0x2_f32", [(_f32_operand(operands[1]), 32), (_f32_operand(operands[2]), 32),
+                                                    (mode, 32)], 32)
+    elif plain in (["rz", "ue8m0x2", "bf16x2"], ["rp", "ue8m0x2", "bf16x2"]) and len(operands) == 2:
+        out = e.call("__nvfp4emu_cvt_ue8m0x2_bf16x2", [(e.value(operands[1], 32), 32), (mode, 32)], 32)
+    elif quals == ["rn", "bf16x2", "ue8m0x2"] and len(operands) == 2:
+        out = e.call("__nvfp4emu_cvt_bf16x2_ue8m0x2", [(e.value(operands[1], 32), 32)], 32)
+    else:
+        raise CannotEmulate(f"`{instruction}`: this UE8M0 conversion is not emulated")
+    dst, bits = operands[0], e.width(operands[0])
+    e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
+    return e.text()
+
+
+CLC = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>clusterlaunchcontrol\.[\w:.]+)"
+                  r"(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
+CLC_RESPONSE_BYTES = 16
+
+
+def rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
+    """Cluster launch control as a cancel that never succeeds: every CTA of the grid runs, so a persistent
+    kernel's first tile is its only one. try_cancel writes a 16-byte all-zero response (the emulation's "not
+    canceled") and completes 16 bytes of transaction on the mbarrier, as the hardware does when the response
+    lands; with .multicast::cluster::all, at the same offsets in every CTA of the cluster (each CTA waits on its
+    own mbarrier for its own copy). query_cancel.is_canceled gives false; get_first_ctaid, which a kernel reads
+    only after a successful cancel, gives 0."""
+    instruction = " ".join(m.group(0).split())
+    op, guard = m.group("op"), (m.group("guard") or "").strip()
+    quals = op.split(".")[1:]
+    e = Emitter(widths, guard + " " if guard else "")
+    operands = split_operands(m.group("args"))
+    if quals[:2] == ["try_cancel", "async"] and "mbarrier::complete_tx::bytes" in quals and quals[-1] == "b128" \
+            and len(operands) == 2 and set(quals) <= {"try_cancel", "async", "shared::cta", "b128",
+                                                      "mbarrier::complete_tx::bytes", "multicast::cluster::all"}:
+        address = e.shared_address if "shared::cta" in quals else e.generic_to_shared
+        response, barrier = address(operands[0]), address(operands[1])
+        zero = e.temp(32)
+        skip = f"$emu_clc_done_{m.start()}"
+        if guard:
+            negated = guard[2:] if guard.startswith("@!") else guard[1:]
+            e.body.append(f"@{'' if guard.startswith('@!') else '!'}{negated} bra {skip};")
+        e.body.append(f"mov.b32 {zero}, 0;")
+        if "multicast::cluster::all" not in quals:
+            e.body += [f"st.shared.v4.b32 [{response}], {{{zero}, {zero}, {zero}, {zero}}};",
+                       "fence.acq_rel.cluster;",
+                       f"mbarrier.complete_tx.relaxed.cluster.shared::cta.b64 [{barrier}], {CLC_RESPONSE_BYTES};"]
+        else:
+            rank, count, there, there_barrier, more = e.temp(32), e.temp(32), e.temp(32), e.temp(32), e.temp(1)
+            loop = f"$emu_clc_cta_{m.start()}"
+            e.body += [f"mov.u32 {count}, %cluster_nctarank;", f"mov.u32 {rank}, 0;", f"{loop}:",
+                       f"mapa.shared::cluster.u32 {there}, {response}, {rank};",
+                       f"mapa.shared::cluster.u32 {there_barrier}, {barrier}, {rank};",
+                       f"st.shared::cluster.v4.b32 [{there}], {{{zero}, {zero}, {zero}, {zero}}};",
+                       "fence.acq_rel.cluster;",
+                       f"mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [{there_barrier}], "
+                       f"{CLC_RESPONSE_BYTES};",
+                       f"add.u32 {rank}, {rank}, 1;", f"setp.lt.u32 {more}, {rank}, {count};",
+                       f"@{more} bra {loop};"]
+        if guard:
+            e.body.append(f"{skip}:")
+        return e.text()
+    if quals[:2] == ["query_cancel", "is_canceled"] and quals[2:] == ["pred", "b128"] and len(operands) == 2:
+        return f"{e.guard}setp.ne.u32 {operands[0]}, 0, 0;"
+    vector = quals[1:] == ["get_first_ctaid", "v4", "b32", "b128"]
+    one = quals[1:2] in (["get_first_ctaid::x"], ["get_first_ctaid::y"], ["get_first_ctaid::z"]) \
+        and quals[2:] == ["b32", "b128"]
+    if quals[0] == "query_cancel" and (vector or one) and len(operands) == 2:
+        targets = [t.strip() for t in operands[0].strip("{} ").split(",")]
+        return " ".join(f"{e.guard}mov.b32 {t}, 0;" for t in targets if t != "_")
+    raise CannotEmulate(f"`{instruction}`: this cluster launch control form is not emulated")
+
+
+def split_wide_access(m: re.Match) -> str:
+    """sm_100's 256-bit ld/st.global.v8 of 32-bit values: two 128-bit accesses (sm_90 has .v4 at most; only the
+    single-instruction atomicity differs, which no tested kernel relies on)."""
+    guard, op, kind = m.group("guard") or "", m.group("op"), m.group("type")
+    if ".global" not in op and not op.startswith("ld.global") and not op.startswith("st.global"):
+        return m.group(0)
+    operands = split_operands(m.group("args"))
+    if len(operands) != 2:
+        return m.group(0)
+    vector, address = (operands[0], operands[1]) if op.startswith("ld") else (operands[1], operands[0])
+    regs = [r.strip() for r in vector.strip("{}").split(",")]
+    inner = address.strip()[1:-1].strip()
+    base_offset = re.fullmatch(r"(.+?)\s*([+-])\s*(\d+)", inner)
+    base, offset = (base_offset.group(1), int(base_offset.group(3)) * (-1 if base_offset.group(2) == "-" else 1)) \
+        if base_offset else (inner, 0)
+    if len(regs) != 8 or not inner:
+        return m.group(0)
+    parts = []
+    for half in range(2):
+        where = f"[{base}+{offset + 16}]" if half else address
+        four = "{" + ", ".join(regs[4 * half:4 * half + 4]) + "}"
+        pair = (four, where) if op.startswith("ld") else (where, four)
+        parts.append(f"{guard}{op}.v4.{kind} {pair[0]}, {pair[1]};")
+    return " ".join(parts)
