@@ -14,9 +14,10 @@
 //    An operation checks at completion that the shared memory it reads is what it saw at issue (a stage
 //    reused too early), a tcgen05.ld of columns an operation still writes is an error (a missing commit or
 //    wait), and so is a dealloc with operations in flight. Word 17 of the state = 1 runs them synchronously
-//    at issue instead (the earlier model; for comparison). ld / st return a pointer to the thread's first
-//    cell; the rewriter emits the plain loads and stores at fixed offsets, and reports registers of an ld
-//    read before its tcgen05.wait::ld.
+//    at issue instead, for comparison. ld / st return a pointer to the thread's first
+//    cell; the rewriter emits the plain loads and stores at fixed offsets. A warp's load counts as reading
+//    tensor memory until tcgen05.wait::ld or the first use of one of its registers: an mma, cp, st or
+//    dealloc of those columns meanwhile is an error.
 //  - A violation records the first error (code, call site, two values) in __nvfp4emu_state, which the
 //    force-included header (emulation_host.h) defines and the host reads after each call; the kernel goes on.
 //    A lint finding (legal PTX that is very likely a bug) records the first warning the same way, in words
