@@ -35,15 +35,21 @@ RESERVED_BITS = {
 }
 
 
-@pytest.fixture(scope="module")
-def decode(tmp_path_factory):
+def _host_program(tmp_path_factory, source: str, name: str) -> str:
+    """`source` built with the real nvcc into a host program (skips without nvcc); its path."""
     try:
         nvcc = toolchain.real_tool("nvcc")
     except toolchain.ToolchainError:
         pytest.skip("nvcc not found")
-    exe = str(tmp_path_factory.mktemp("idesc") / "rules")
-    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, SOURCE], check=True, capture_output=True,
+    exe = str(tmp_path_factory.mktemp(name) / name)
+    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, source], check=True, capture_output=True,
                    text=True, timeout=300)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def decode(tmp_path_factory):
+    exe = _host_program(tmp_path_factory, SOURCE, "idesc")
 
     def run(rows):
         text = "".join(f"{kind} {idesc:08x} {vec}\n" for kind, idesc, vec in rows)
@@ -114,13 +120,7 @@ def test_lint_findings_read_as_warnings_naming_the_fix():
 
 @pytest.fixture(scope="module")
 def smem_position(tmp_path_factory):
-    try:
-        nvcc = toolchain.real_tool("nvcc")
-    except toolchain.ToolchainError:
-        pytest.skip("nvcc not found")
-    exe = str(tmp_path_factory.mktemp("subbyte") / "positions")
-    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, SUBBYTE], check=True, capture_output=True,
-                   text=True, timeout=300)
+    exe = _host_program(tmp_path_factory, SUBBYTE, "subbyte")
 
     def run(kind, fmt, bits, count):
         text = "".join(f"{kind} {fmt} {bits} {k}\n" for k in range(count))
@@ -168,13 +168,7 @@ def test_other_kinds_keep_their_element_width(smem_position):
 
 @pytest.fixture(scope="module")
 def ue8m0(tmp_path_factory):
-    try:
-        nvcc = toolchain.real_tool("nvcc")
-    except toolchain.ToolchainError:
-        pytest.skip("nvcc not found")
-    exe = str(tmp_path_factory.mktemp("ue8m0") / "ue8m0")
-    subprocess.run([nvcc, "-arch=sm_90a", "-rdc=true", "-o", exe, UE8M0], check=True, capture_output=True,
-                   text=True, timeout=300)
+    exe = _host_program(tmp_path_factory, UE8M0, "ue8m0")
 
     def run(lines):
         out = subprocess.run([exe], input="".join(line + "\n" for line in lines), capture_output=True, text=True,

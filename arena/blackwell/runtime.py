@@ -189,7 +189,11 @@ def raise_on_error():
         if buffer[0]:
             raise EmulationError(describe(list(buffer), _sites(module_file)))
     from arena.blackwell import cute_dsl, triton_target
-    for words, sites in cute_dsl.records() + triton_target.records():
+    for read in cute_dsl.readers() + triton_target.readers():
+        got = read()
+        if not got:
+            continue
+        words, sites = got
         if words[8] and (id(sites), words[8], words[9]) not in _state["warned"]:
             _state["warned"].add((id(sites), words[8], words[9]))
             print(describe(words[8:16], sites), file=sys.stderr, flush=True)

@@ -567,6 +567,17 @@ static __device__ __forceinline__ bool emu_cp_shape(uint32_t shape, EmuCpShape& 
   }
 }
 
+// The tensor-memory lanes (relative to the address's lane) that source row r of a cp of `shape` goes to; returns
+// how many: .64x128b.warpx2 copies each row to two quarters, .32x128b.warpx4 to all four.
+static __device__ __forceinline__ uint32_t emu_cp_lanes(uint32_t shape, uint32_t r, uint32_t (&lanes)[4]) {
+  switch (shape) {
+    case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; return 2;
+    case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; return 2;
+    case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; return 4;
+    default: lanes[0] = r; return 1;
+  }
+}
+
 // Issue: check the descriptor and the destination, then queue (or run, in the synchronous mode).
 extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
   const EmuSDesc d = emu_sdesc(sdesc);
@@ -594,13 +605,8 @@ static __device__ void emu_cp_run(const EmuOp& op) {
   for (uint32_t r = 0; r < c.rows; ++r) {
     for (uint32_t ch = 0; ch < c.chunks; ++ch) {
       const uint4 v = emu_lds128(emu_kmajor_chunk(d, r, 16u * ch));
-      uint32_t lanes[4], nl = 0;
-      switch (op.shape) {
-        case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; nl = 2; break;
-        case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; nl = 2; break;
-        case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; nl = 4; break;
-        default: lanes[0] = r; nl = 1; break;
-      }
+      uint32_t lanes[4];
+      const uint32_t nl = emu_cp_lanes(op.shape, r, lanes);
       for (uint32_t i = 0; i < nl; ++i) {
         uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * ch;
         cell[0] = v.x; cell[1] = v.y; cell[2] = v.z; cell[3] = v.w;
@@ -1319,13 +1325,8 @@ static __device__ void emu_cp2_run(const EmuOp& op) {
     for (uint32_t r = 0; r < c.rows; ++r) {
       for (uint32_t ch = 0; ch < c.chunks; ++ch) {
         const uint4 v = emu_ldc128(emu_kmajor_chunk(d, r, 16u * ch) + delta);
-        uint32_t lanes[4], nl = 0;
-        switch (op.shape) {
-          case C_64x128b_02_13: lanes[0] = (r < 32 ? 0u : 32u) + r % 32u; lanes[1] = lanes[0] + 64u; nl = 2; break;
-          case C_64x128b_01_23: lanes[0] = (r < 32 ? 0u : 64u) + r % 32u; lanes[1] = lanes[0] + 32u; nl = 2; break;
-          case C_32x128b_x4: for (uint32_t q = 0; q < 4; ++q) lanes[q] = 32u * q + r; nl = 4; break;
-          default: lanes[0] = r; nl = 1; break;
-        }
+        uint32_t lanes[4];
+        const uint32_t nl = emu_cp_lanes(op.shape, r, lanes);
         for (uint32_t i = 0; i < nl; ++i) {
           uint32_t* cell = block + lanes[i] * EMU_COLS + 4u * ch;
           cell[0] = v.x; cell[1] = v.y; cell[2] = v.z; cell[3] = v.w;

@@ -78,11 +78,7 @@ def install() -> None:
     _state["installed"] = True
 
 
-def records() -> list[tuple[list[int], dict[int, str]]]:
-    """The non-empty error records of every loaded Triton module (each read clears it)."""
-    found = []
-    for read in _state["readers"]:
-        got = read()
-        if got and (got[0][0] or got[0][8]):
-            found.append(got)
-    return found
+def readers() -> list:
+    """One reader per loaded Triton module: each call returns (its error record's words, the site names) and
+    clears the record, or None when it cannot be read."""
+    return list(_state["readers"])

@@ -37,25 +37,7 @@ start=$SECONDS
 timeout "${LIMIT:-560}" python3 eval.py test --emulate-blackwell -q --timeout "${CASE_LIMIT:-400}" ${ONLY:+--only "$ONLY"} \
     --submission "$SUB" --task . --json "$OUT/cutlass.json" >"$OUT/cutlass.out" 2>&1
 rc=$?
-verdict=$(python3 - "$OUT/cutlass.json" "$OUT/cutlass.out" "$rc" <<'PY'
-import json, sys
-cases, first = [], ""
-try:
-    d = json.load(open(sys.argv[1]))
-    cases = d.get("cases") or d.get("results") or []
-    first = next((c.get("error") or c.get("diagnosis") or "wrong output" for c in cases if not c.get("passed")), "")
-except Exception:
-    pass
-if not cases or not first and sys.argv[3] != "0":
-    lines = [x.strip() for x in open(sys.argv[2], errors="replace") if x.strip()]
-    first = next((x for x in lines if "emulate" in x or "Error" in x or "error" in x), lines[-1] if lines else "")
-    if sys.argv[3] in ("124", "137"):
-        first = f"timed out (LIMIT); {first}"
-ok = sum(1 for c in cases if c.get("passed"))
-print(f"{ok}/{len(cases)} | " + " ".join(str(first).split())[:400])
-sys.exit(0 if cases and ok == len(cases) else 1)
-PY
-)
+verdict=$(python3 bench/emulation/run_verdict.py "$OUT/cutlass.json" "$OUT/cutlass.out" "$rc" 400)
 passed=$?
 echo "file | passed/total | seconds | first error line"
 echo "$SUB | ${verdict%% | *} | $((SECONDS - start)) | ${verdict#* | }"

@@ -46,24 +46,7 @@ row() {     # TASK FILE: one eval.py test run, one row
     timeout "${LIMIT:-540}" python3 eval.py test --emulate-blackwell -q --submission "$file" --task "$task" \
         --json "$OUT/$label.json" >"$OUT/$label.out" 2>&1
     rc=$?
-    verdict=$(python3 - "$OUT/$label.json" "$OUT/$label.out" "$rc" <<'PY'
-import json, sys
-cases, first = [], ""
-try:
-    d = json.load(open(sys.argv[1]))
-    cases = d.get("cases") or d.get("results") or []
-    first = next((c.get("error") or c.get("diagnosis") or "wrong output" for c in cases if not c.get("passed")), "")
-except Exception:
-    pass
-if not cases or not first and sys.argv[3] != "0":
-    lines = [x.strip() for x in open(sys.argv[2], errors="replace") if x.strip()]
-    first = next((x for x in lines if "emulate" in x or "Error" in x or "error" in x), lines[-1] if lines else "")
-    if sys.argv[3] in ("124", "137"):
-        first = f"timed out (LIMIT); {first}"
-ok = sum(1 for c in cases if c.get("passed"))
-print(f"{ok}/{len(cases)} | " + " ".join(str(first).split())[:300])
-PY
-)
+    verdict=$(python3 bench/emulation/run_verdict.py "$OUT/$label.json" "$OUT/$label.out" "$rc" 300)
     echo "$file | $task | ${verdict%% | *} | $((SECONDS - start)) | ${verdict#* | }"
 }
 
