@@ -83,25 +83,23 @@ static CUresult __nvfp4emu_encode_tiled(CUtensorMap* map, CUtensorMapDataType ty
   return real(map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle, promotion, fill);
 }
 
-static inline cudaError_t __nvfp4emu_entry_point(const char* symbol, void** fn, unsigned long long flags,
-                                                 cudaDriverEntryPointQueryResult* status = 0) {
-  cudaDriverEntryPointQueryResult found;
-  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, 12000, flags, &found);
-  if (status) *status = found;
-  if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && strcmp(symbol, "cuTensorMapEncodeTiled") == 0)
-    *fn = (void*)&__nvfp4emu_encode_tiled;
-  return e;
-}
-
+// The entry points hand out the detour for cuTensorMapEncodeTiled. CUTLASS 4.x looks its driver functions up by
+// a name stringified after macro expansion (CUTLASS_CUDA_DRIVER_WRAPPER_DECL), so under the #define below it asks
+// for "__nvfp4emu_encode_tiled": that name means cuTensorMapEncodeTiled too.
 static inline cudaError_t __nvfp4emu_entry_point_by_version(const char* symbol, void** fn, unsigned int version,
                                                             unsigned long long flags,
                                                             cudaDriverEntryPointQueryResult* status = 0) {
+  const bool encode = strcmp(symbol, "cuTensorMapEncodeTiled") == 0 || strcmp(symbol, "__nvfp4emu_encode_tiled") == 0;
   cudaDriverEntryPointQueryResult found;
-  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, version, flags, &found);
+  cudaError_t e = cudaGetDriverEntryPointByVersion(encode ? "cuTensorMapEncodeTiled" : symbol, fn, version, flags, &found);
   if (status) *status = found;
-  if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && strcmp(symbol, "cuTensorMapEncodeTiled") == 0)
-    *fn = (void*)&__nvfp4emu_encode_tiled;
+  if (e == cudaSuccess && found == cudaDriverEntryPointSuccess && encode) *fn = (void*)&__nvfp4emu_encode_tiled;
   return e;
+}
+
+static inline cudaError_t __nvfp4emu_entry_point(const char* symbol, void** fn, unsigned long long flags,
+                                                 cudaDriverEntryPointQueryResult* status = 0) {
+  return __nvfp4emu_entry_point_by_version(symbol, fn, 12000, flags, status);
 }
 
 #undef cudaGetDriverEntryPoint
