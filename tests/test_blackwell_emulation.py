@@ -129,8 +129,8 @@ ret;
     ("tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r2, {%r1, %r1, %r1, %r1}, %p1;", "disable-output-lane"),
     ("tcgen05.cp.cta_group::1.128x128b.b8x16.b4x16_p64 [%r1], %rd1;", "decompression"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32 {%r2}, [%r1];", "1 registers where the shape holds 2"),
-    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 "
-     "[%r1], [%rd1, {%r2, %r3}], [%r1], %rs1;", "TMA with .cta_group::2"),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 "
+     "[%r1], [%rd1], %r2, [%r1], %rs1;", "TMA with .cta_group::2"),
     ("cvt.rn.relu.f16x2.e2m1x2 %r2, %r1;", "FP4 conversion is not emulated"),
     ("cvt.rp.relu.ue8m0x2.bf16x2 %r2, %r1;", "UE8M0 conversion is not emulated"),
     ("cvt.rn.ue8m0x2.f32 %r2, %r1, %r1;", "UE8M0 conversion is not emulated"),
@@ -162,9 +162,13 @@ PAIR_FORMS = [   # (a .cta_group::2 instruction, the library function it becomes
     ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r1], %r2;",
      "__nvfp4emu_commit2"),
     ("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
-     "[%rd1, {%r2, %r3}], [%r2];", "__nvfp4emu_pair_mbar"),
+     "[%rd1, {%r2, %r3}], [%r2];", "__nvfp4emu_pair_tma_begin"),
     ("@%p1 cp.async.bulk.tensor.3d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-     "[%r1], [%rd1, {%r2, %r3, %r2}], [%r2], %rd2;", "__nvfp4emu_pair_mbar"),
+     "[%r1], [%rd1, {%r2, %r3, %r2}], [%r2], %rd2;", "__nvfp4emu_pair_tma_begin"),
+    ("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+     "[%r1], [%rd1, {%r2, %r3}], [%r2], %rs1;", "__nvfp4emu_pair_tma_multicast_begin"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.cta_group::2 "
+     "[%r1], [%rd1, {%r2, %r3}], [%r2], %rs1;", "__nvfp4emu_pair_tma_multicast_begin"),
 ]
 
 
@@ -176,12 +180,27 @@ def test_every_cta_pair_form_becomes_a_call_of_its_pair_function(body, function)
     assert re.search(rf"call (\(emu_ret\d+\), )?{function}, ", code), code
     if "{%r1, %r2, %r3" in body:     # the 8-register disable-output-lane mask: its OR goes to the library
         assert code.count("or.b32") == 8
-    if body.startswith("cp.async") or body.startswith("@%p1 cp.async"):   # sm_90's TMA on the resolved mbarrier
-        mbar = re.search(r"ld\.param\.b32 (%emu_t\d+), \[emu_ret\d+\];", code).group(1)
-        assert re.search(rf"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
-                         rf"[\w:.]* \[%r1\], \[(?:%rd1|%emu_t\d+), \{{[^}}]*\}}\], \[{mbar}\]", code), code
+    if body.startswith("cp.async") and "multicast::cluster" in body.split()[0]:
+        # a unicast TMA into the issuing CTA on the scratch barrier, without the mask; end copies and completes
+        scratch = re.search(r"call \(emu_ret\d+\), __nvfp4emu_pair_tma_multicast_begin, .*\n\s*ld\.param\.b32 "
+                            r"(%emu_t\d+)", code).group(1)
+        tma = re.search(rf"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes "
+                        rf"\[%r1\], \[%emu_t\d+, \{{[^}}]*\}}\], \[{scratch}\];", code)
+        assert tma and "multicast" not in tma.group(0), code
+        assert re.search(r"call __nvfp4emu_pair_tma_multicast_end, ", code[tma.end():]), code
+    elif body.startswith("cp.async") or body.startswith("@%p1 cp.async"):
+        # sm_90's TMA on the barrier begin returns (low word), then end forwards the bytes of the map's box
+        began = re.search(r"call \(emu_ret\d+\), __nvfp4emu_pair_tma_begin, .*\n\s*ld\.param\.b64 (%emu_t\d+)",
+                          code).group(1)
+        mbar = re.search(rf"cvt\.u32\.u64 (%emu_t\d+), {began};", code).group(1)
+        tma = re.search(rf"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+                        rf"[\w:.]* \[%r1\], \[(?:%rd1|%emu_t\d+), \{{[^}}]*\}}\], \[{mbar}\]", code)
+        assert tma, code
+        assert "__nvfp4emu_tma_box_bytes" in code[:tma.start()]
+        assert re.search(r"call __nvfp4emu_pair_tma_end, ", code[tma.end():]), code
     if body.startswith("@%p1"):
-        assert re.search(r"@%p1 call \(emu_ret\d+\), __nvfp4emu_pair_mbar", code), code
+        for function in ("__nvfp4emu_pair_tma_begin", "__nvfp4emu_pair_tma_end"):
+            assert re.search(rf"@%p1 call (\(emu_ret\d+\), )?{function}, ", code), code
 
 
 def test_relinquish_of_a_cta_pair_has_nothing_to_do():
@@ -199,14 +218,16 @@ def test_the_cta_pair_lookalike_is_rewritten_and_assembles_for_sm90a(emulation_e
     for form in ["tcgen05.alloc.cta_group::2.", "tcgen05.dealloc.cta_group::2.", "tcgen05.relinquish_alloc_permit.cta_group::2",
                  "tcgen05.mma.cta_group::2.kind::f16 ", "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.block16 ",
                  "tcgen05.cp.cta_group::2.32x128b.warpx4 ", "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::"
-                 "cluster.multicast::cluster.b64", "cp.async.bulk.tensor.2d.cta_group::2."]:
+                 "cluster.multicast::cluster.b64", "cp.async.bulk.tensor.2d.cta_group::2.",
+                 "complete_tx::bytes.multicast::cluster"]:
         assert form in original, form
     before = _ptxas(re.sub(r"\.target\s+sm_100a", ".target sm_90a", original), tmp_path)
     assert before.returncode != 0
     new, sites = rewrite(original, toolchain.library_ptx())
     code = ptx_rewrite.strip_comments(new)
     assert not re.search(r"\btcgen05\.", code) and ".cta_group::" not in code
-    for function in ("alloc2", "dealloc2", "mma2", "cp2", "commit2", "pair_mbar"):
+    for function in ("alloc2", "dealloc2", "mma2", "cp2", "commit2", "pair_tma_begin", "pair_tma_end",
+                     "pair_tma_multicast_begin", "pair_tma_multicast_end"):
         assert re.search(rf"call (\(emu_ret\d+\), )?__nvfp4emu_{function}, ", code), function
     done = _ptxas(new, tmp_path)
     assert done.returncode == 0, done.stderr

@@ -195,6 +195,15 @@ def _rewrite_ld_st(verb, quals, operands, e: Emitter, site: int, instruction: st
         e.body.append(f"{LD_MARK} {site} {' '.join(regs)}")
 
 
+def _map_address(e: Emitter, tmap: str) -> str:
+    """A 64-bit register with the tensor map's generic address (a .param/.global symbol is converted)."""
+    if tmap.startswith("%") or tmap in e.widths:
+        return e.value(tmap, 64)
+    t = e.temp(64)
+    e.body.append(f"cvta.param.u64 {t}, {tmap};" if "_param_" in tmap else f"cvta.global.u64 {t}, {tmap};")
+    return t
+
+
 def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     """A tensor TMA gets its innermost coordinate through __nvfp4emu_tma_coord, which halves it for a packed-FP4
     map (16U4_ALIGN8B, encoded as UINT8 by emulation_host.h: the kernel counts 4-bit elements, the map bytes), and
@@ -203,13 +212,9 @@ def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
         return m.group(0)
     guard = (m.group("guard") or "").strip()
     e = Emitter(widths, guard + " " if guard else "")
-    tmap = m.group("map")
-    if not (tmap.startswith("%") or tmap in widths):     # a .param/.global symbol: its generic address
-        t = e.temp(64)
-        e.body.append(f"cvta.param.u64 {t}, {tmap};" if "_param_" in tmap else f"cvta.global.u64 {t}, {tmap};")
-        tmap = t
-    c0 = e.call("__nvfp4emu_tma_coord", [(e.value(tmap, 64), 64), (e.value(m.group("c0"), 32), 32)], 32)
-    used = e.call("__nvfp4emu_tma_map", [(e.value(tmap, 64), 64)], 64)
+    tmap = _map_address(e, m.group("map"))
+    c0 = e.call("__nvfp4emu_tma_coord", [(tmap, 64), (e.value(m.group("c0"), 32), 32)], 32)
+    used = e.call("__nvfp4emu_tma_map", [(tmap, 64)], 64)
     args, at = m.group("args"), m.start("args")
     map_start, map_end = m.start("map") - at, m.end("map") - at
     start, end = m.start("c0") - at, m.end("c0") - at
@@ -229,14 +234,18 @@ _PAIR_BULK = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.[\w:.
 
 
 def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
-    """TMA (cp.async.bulk{.tensor}) with .cta_group::2: the mbarrier may be the pair's other CTA's. Its address goes
-    through __nvfp4emu_pair_mbar (bit 24 of a shared::cta address picks the pair's CTA, as CUTLASS's
-    SM100_TMA_2SM_LOAD writes it), and the instruction is sm_90's, without .cta_group::2."""
+    """TMA (cp.async.bulk{.tensor}) with .cta_group::2: the mbarrier may be the pair's other CTA's (bit 24 of a
+    shared::cta address picks the pair's CTA, as CUTLASS's SM100_TMA_2SM_LOAD writes it). sm_90's TMA completes
+    bytes only on the destination CTA's own mbarrier, so __nvfp4emu_pair_tma_begin hands the TMA a scratch barrier
+    when the pair's barrier is elsewhere, and __nvfp4emu_pair_tma_end forwards the landed bytes to it. With
+    .multicast::cluster the TMA loads into the issuing CTA alone and __nvfp4emu_pair_tma_multicast_end copies the
+    box to the mask's other CTAs and completes each destination's bytes. The instruction left is sm_90's."""
     instruction = " ".join(m.group(0).split())
     op = m.group("op")
-    if "multicast" in op or "mbarrier::complete_tx" not in op or ".global" not in op:
+    multicast = ".multicast::cluster" in op
+    if "mbarrier::complete_tx" not in op or ".global" not in op or (multicast and ".tensor" not in op):
         raise CannotEmulate(f"`{instruction}`: TMA with .cta_group::2 (CTA pairs) is emulated only for loads from "
-                            "global memory without .multicast::cluster")
+                            "global memory (with .multicast::cluster: tensor loads)")
     guard = (m.group("guard") or "").strip()
     e = Emitter(widths, guard + " " if guard else "")
     e.count = 900        # the TMA coordinate rewrite wraps the statement in a scope of its own: distinct names
@@ -245,10 +254,30 @@ def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
     if len(brackets) < 3:
         raise CannotEmulate(f"`{instruction}`: no mbarrier operand found")
     mbar_at = brackets[2]
+    if ".tensor" in op:
+        tmap = re.match(r"\[\s*([%\w$]+)", operands[1])
+        if not tmap:
+            raise CannotEmulate(f"`{instruction}`: no tensor map operand found")
+        size = e.call("__nvfp4emu_tma_box_bytes", [(_map_address(e, tmap.group(1)), 64)], 32)
+    else:
+        size = e.value(operands[2], 32)
     dst = e.shared_address(operands[0])
-    mbar = e.call("__nvfp4emu_pair_mbar", [(e.shared_address(operands[mbar_at]), 32), (dst, 32)], result_bits=32)
-    operands[mbar_at] = f"[{mbar}]"
-    e.body.append(f"{e.guard}{op.replace('.cta_group::2', '')} {', '.join(operands)};")
+    mbar = e.shared_address(operands[mbar_at])
+    sm90_op = op.replace(".cta_group::2", "").replace(".multicast::cluster", "")
+    if multicast:
+        mask = e.value(operands[mbar_at + 1], 32)
+        scratch = e.call("__nvfp4emu_pair_tma_multicast_begin", [(dst, 32), (size, 32), (mask, 32)], result_bits=32)
+        operands[mbar_at] = f"[{scratch}]"
+        del operands[mbar_at + 1]
+        e.body.append(f"{e.guard}{sm90_op} {', '.join(operands)};")
+        e.call("__nvfp4emu_pair_tma_multicast_end", [(scratch, 32), (mbar, 32), (dst, 32), (size, 32), (mask, 32)])
+        return e.text()
+    began = e.call("__nvfp4emu_pair_tma_begin", [(mbar, 32), (dst, 32), (size, 32)], result_bits=64)
+    barrier = e.temp(32)
+    e.body.append(f"cvt.u32.u64 {barrier}, {began};")
+    operands[mbar_at] = f"[{barrier}]"
+    e.body.append(f"{e.guard}{sm90_op} {', '.join(operands)};")
+    e.call("__nvfp4emu_pair_tma_end", [(began, 64), (size, 32)])
     return e.text()
 
 

@@ -78,6 +78,10 @@ MESSAGES = {
     86: lambda a, b: f"columns {a}..{a}+{b & 0xFFFF} of the tensor memory of the pair's "
                      f"{'even' if b >> 16 == 0 else 'odd'} CTA are not allocated to it (its tcgen05.alloc.cta_group::2 "
                      "did not take them, or it has deallocated them)",
+    87: lambda a, b: ("a TMA with .cta_group::2 completes on the pair's other CTA's mbarrier "
+                      + (f"from {b} lanes of one warp at once: the emulation forwards such loads one lane at a time "
+                         "per warp" if b != 1 else f"while its destination is in CTA rank {a}, not the issuing CTA: "
+                         "the emulation forwards only loads into the issuing CTA's own shared memory")),
 }
 _OPERANDS = {0: "A operand", 1: "B operand", 2: "source"}
 

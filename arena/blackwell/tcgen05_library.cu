@@ -73,7 +73,7 @@ static __device__ __forceinline__ void emu_ldpend_set(uint32_t i, uint32_t site,
   p[1] = col; p[2] = n; p[0] = site;
 }
 
-// Error codes: kept in step with arena/blackwell/errors.py.
+// Error codes: kept in step with the messages in arena/blackwell/runtime.py.
 enum : uint32_t {
   E_NONE = 0,
   E_TOO_MANY_SMS = 1, E_ALLOC_NCOLS, E_ALLOC_TIMEOUT, E_DEALLOC_NOT_OWNED, E_DEALLOC_ARGS, E_NOT_ALLOCATED,
@@ -86,6 +86,7 @@ enum : uint32_t {
   E_TMAP_TYPE = 62,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
+  E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -1354,17 +1355,113 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit2(uint32_t site, uint32
 // peer's. Kernels name it as CUTLASS does: their own shared::cta address with bit 24 (the pair bit of the
 // cluster window) cleared for the even CTA's barrier, or set for the odd's. On a GPU whose shared::cta addresses
 // carry the CTA's rank (mapa of an own address to its own rank changes nothing) the address is already that
-// cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address. sm_90's TMA then completes
-// the bytes on that mbarrier.
-extern "C" __device__ __noinline__ uint32_t __nvfp4emu_pair_mbar(uint32_t mbar, uint32_t dst) {
+// cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address.
+// The mbarrier a TMA for destination CTA `dest` (cluster rank) completes on: the same offset in that CTA's pair,
+// in the even or odd CTA as `mbar` names it.
+static __device__ uint32_t emu_pair_barrier_for(uint32_t mbar, uint32_t dst, uint32_t dest) {
   const uint32_t rank = emu_sreg_rank();
   uint32_t self;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(self) : "r"(dst), "r"(rank));
-  if (self == dst) return mbar;
-  const uint32_t target = (rank & ~1u) | ((mbar >> 24) & 1u);
+  uint32_t offset = mbar & ~(1u << 24), odd = (mbar >> 24) & 1u;
+  if (self == dst) {   // addresses already carry the CTA's rank
+    uint32_t named;
+    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(named) : "r"(mbar));
+    if (named == (dest & ~1u) + (named & 1u)) return mbar;
+    offset = mbar; odd = named & 1u;
+  }
   uint32_t out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(mbar & ~(1u << 24)), "r"(target));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(offset), "r"((dest & ~1u) | odd));
   return out;
+}
+
+// sm_90's TMA completes its bytes only on an mbarrier in the destination's CTA; .cta_group::2 lets the pair's
+// other CTA hold it (both CTAs of a 2-SM GEMM complete their boxes on the even CTA's full barrier). Such a load
+// runs on a scratch mbarrier of the issuing warp: __nvfp4emu_pair_tma_begin prepares it and returns it in the low
+// word, the pair's barrier in the high word (0 when the barrier is the destination CTA's own: the TMA completes on
+// it as it is). After the TMA, __nvfp4emu_pair_tma_end waits for the bytes to land, then completes them on the
+// pair's barrier (mbarrier.complete_tx across the cluster): that barrier's phase sees the same bytes, after the data.
+static __shared__ __align__(8) unsigned long long emu_pair_scratch[32];   // one per warp (1024 threads at most)
+
+static __device__ __forceinline__ uint32_t emu_cta_rank_of(uint32_t cluster_address) {
+  uint32_t r;
+  asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(r) : "r"(cluster_address));
+  return r;
+}
+
+extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_pair_tma_begin(uint32_t mbar, uint32_t dst,
+                                                                               uint32_t bytes) {
+  const uint32_t target = emu_pair_barrier_for(mbar, dst, emu_sreg_rank());
+  const uint32_t dst_rank = emu_cta_rank_of(dst);
+  if (emu_cta_rank_of(target) == dst_rank) return target;
+  if (dst_rank != emu_sreg_rank() || __popc(__activemask()) != 1) {
+    emu_fail(E_PAIR_TMA, 0, dst_rank, __popc(__activemask()));
+    return target;
+  }
+  const uint32_t scratch = (uint32_t)__cvta_generic_to_shared(&emu_pair_scratch[emu_thread() / 32u]);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+               "fence.mbarrier_init.release.cluster;\n\t"
+               "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(scratch), "r"(bytes) : "memory");
+  return (unsigned long long)target << 32 | scratch;
+}
+
+static __device__ void emu_scratch_wait(uint32_t scratch) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(scratch) : "memory");
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(scratch) : "memory");
+}
+
+static __device__ __forceinline__ void emu_complete_tx(uint32_t cluster_barrier, uint32_t bytes) {
+  asm volatile("mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%0], %1;"
+               ::"r"(cluster_barrier), "r"(bytes) : "memory");
+}
+
+extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_end(unsigned long long began, uint32_t bytes) {
+  const uint32_t pair_barrier = (uint32_t)(began >> 32), scratch = (uint32_t)began;
+  if (pair_barrier == 0u) return;
+  emu_scratch_wait(scratch);
+  asm volatile("fence.acq_rel.cluster;" ::: "memory");
+  emu_complete_tx(pair_barrier, bytes);
+}
+
+// The same with .multicast::cluster: the box lands in every CTA of `mask` at `dst`'s offset, and each destination
+// completes the bytes on its pair's barrier. The TMA loads the box into the issuing CTA (which must be in the
+// mask) on the scratch barrier; __nvfp4emu_pair_tma_multicast_end copies it to the other CTAs of the mask
+// (16-byte stores across the cluster), then completes the bytes of every destination on its pair's barrier.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_pair_tma_multicast_begin(uint32_t dst, uint32_t bytes,
+                                                                              uint32_t mask) {
+  const uint32_t rank = emu_sreg_rank();
+  if (!(mask >> rank & 1u) || emu_cta_rank_of(dst) != rank || __popc(__activemask()) != 1) {
+    emu_fail(E_PAIR_TMA_MULTICAST, 0, mask, rank);
+    return 0;
+  }
+  const uint32_t scratch = (uint32_t)__cvta_generic_to_shared(&emu_pair_scratch[emu_thread() / 32u]);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+               "fence.mbarrier_init.release.cluster;\n\t"
+               "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(scratch), "r"(bytes) : "memory");
+  return scratch;
+}
+
+extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_multicast_end(uint32_t scratch, uint32_t mbar,
+                                                                         uint32_t dst, uint32_t bytes, uint32_t mask) {
+  if (scratch == 0u) return;
+  emu_scratch_wait(scratch);
+  const uint32_t rank = emu_sreg_rank();
+  for (uint32_t d = 0; d < 16u; ++d) {
+    if (!(mask >> d & 1u) || d == rank) continue;
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(dst), "r"(d));
+    for (uint32_t at = 0; at + 16u <= bytes; at += 16u) {
+      uint32_t x, y, z, w;
+      asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(dst + at));
+      asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote + at), "r"(x), "r"(y), "r"(z), "r"(w)
+                   : "memory");
+    }
+  }
+  asm volatile("fence.proxy.async;\n\tfence.acq_rel.cluster;" ::: "memory");
+  for (uint32_t d = 0; d < 16u; ++d)
+    if (mask >> d & 1u) emu_complete_tx(emu_pair_barrier_for(mbar, dst, d), bytes);
 }
 
 // ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
@@ -1461,6 +1558,11 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tma_map(unsigne
   const uint32_t* out = __nvfp4emu_tmap_new + 32u * (uint32_t)slot;
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(out) : "memory");
   return (unsigned long long)out;
+}
+
+// The bytes one TMA of this map moves (word 16, the same for the UINT8 copy of a packed-FP4 map).
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_box_bytes(unsigned long long tmap) {
+  return ((const uint32_t*)tmap)[16];
 }
 
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0) {

@@ -1,7 +1,8 @@
 """CTA pairs (.cta_group::2) under --emulate-blackwell's runtime, against torch: our own look-alike 2-SM kernel
 (tests/blackwell/cta_pair_gemm.cu; clusters of 2 CTAs, M = 256 per pair, N = 128, plain loads; alloc, mma, cp, commit
 and ld with .cta_group::2) built for sm_100a through the emulation toolchain, plus a TMA .cta_group::2 probe (both CTAs
-complete their bytes on the even CTA's mbarrier, as CUTLASS's SM100_TMA_2SM_LOAD does). Needs a Hopper GPU. One row
+complete their bytes on the even CTA's mbarrier, as CUTLASS's SM100_TMA_2SM_LOAD does; once unicast, once with
+.multicast::cluster to both CTAs). Needs a Hopper GPU. One row
 per case: PASS/FAIL and the max error; exit 1 on any FAIL.
 
     python bench/emulation/cta_pair_check.py
@@ -27,7 +28,7 @@ def main() -> int:
     source = open(os.path.join(ROOT, "tests", "blackwell", "cta_pair_gemm.cu")).read()
     declaration = ("void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor d, "
                    "int64_t kind, int64_t idesc, int64_t kb);\n"
-                   "void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags);")
+                   "void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags, int64_t multicast);")
     start = time.time()
     module = load_inline("emulated_cta_pair", cpp_sources=declaration, cuda_sources=source,
                          functions=["gemm", "tma_probe"], extra_ldflags=["-lcuda"],
@@ -82,24 +83,29 @@ def main() -> int:
     run("kind::mxf4nvf4 block16 cta_group::2 (cp 32x128b.warpx4)", 1, idesc, kb, pack(ca), pack(cb),
         sa.view(torch.uint8), sb.view(torch.uint8), m, n, expected)
 
-    # TMA .cta_group::2: each CTA loads rows [16 rank, +16) x 64 bytes, completing on the even CTA's mbarrier
+    # TMA .cta_group::2: CTA r loads rows [16 r, +16) x 64 bytes, completing on the even CTA's mbarrier; unicast
+    # into its own box r, multicast into box r of both CTAs
     src = torch.randint(0, 256, (32, 64), dtype=torch.uint8, device="cuda")
-    out = torch.zeros(2 * 16 * 64, dtype=torch.uint8, device="cuda")
-    flags = torch.zeros(2, dtype=torch.int32, device="cuda")
-    try:
-        module.tma_probe(src, out, flags)
-        torch.cuda.synchronize()
-        runtime.raise_on_error()
-        completed = flags[0].item() == 1
-        same = torch.equal(out.view(32, 64), src)
-        ok = completed and same
-        why = "" if ok else (" (the even CTA's mbarrier never completed within 2 s)" if not completed
-                             else " (the boxes differ from the source)")
-        print(f"{'PASS' if ok else 'FAIL'} TMA .cta_group::2, both boxes on the even CTA's mbarrier{why}", flush=True)
-    except Exception as error:
-        ok = False
-        print(f"FAIL TMA .cta_group::2: {str(error).splitlines()[0]}", flush=True)
-    failures += not ok
+    for multicast in (0, 1):
+        name = "TMA .cta_group::2" + (".multicast::cluster (mask 0b11)" if multicast else "")
+        out = torch.zeros(2, 2, 16, 64, dtype=torch.uint8, device="cuda")
+        flags = torch.zeros(2, dtype=torch.int32, device="cuda")
+        try:
+            module.tma_probe(src, out, flags, multicast)
+            torch.cuda.synchronize()
+            runtime.raise_on_error()
+            completed = flags[0].item() == 1
+            boxes = src.view(2, 16, 64)
+            same = all(torch.equal(out[cta, r], boxes[r]) for cta in range(2) for r in range(2)
+                       if multicast or r == cta)
+            ok = completed and same
+            why = "" if ok else (" (the even CTA's mbarrier never completed within 2 s)" if not completed
+                                 else " (the boxes differ from the source)")
+            print(f"{'PASS' if ok else 'FAIL'} {name}, every box on the even CTA's mbarrier{why}", flush=True)
+        except Exception as error:
+            ok = False
+            print(f"FAIL {name}: {str(error).splitlines()[0]}", flush=True)
+        failures += not ok
     return 1 if failures else 0
 
 

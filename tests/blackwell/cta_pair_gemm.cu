@@ -140,26 +140,39 @@ void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb
 }
 #endif
 
-// ---- TMA .cta_group::2 probe: each CTA of the pair loads rows [16 rank, 16 rank + 16) x 64 bytes; both complete
-// their bytes on the even CTA's mbarrier, which expects both boxes. out[rank] gets the box; flags[rank] = 1 when
-// the even CTA's barrier completed within 2 s (the odd CTA learns it through the cluster barrier).
+// ---- TMA .cta_group::2 probe: CTA `rank` of the pair loads rows [16 rank, 16 rank + 16) x 64 bytes into box[rank]
+// and completes its bytes on the even CTA's mbarrier, which expects every box. Unicast (multicast = 0): the box
+// lands in the issuing CTA. Multicast (.multicast::cluster, mask 0b11): it lands in both CTAs, and each
+// destination completes its bytes on the even CTA's barrier. out[rank] gets the CTA's two boxes; flags[rank] = 1
+// when the even CTA's barrier completed within 2 s (the odd CTA learns it through the cluster barrier).
 constexpr int PROBE_ROWS = 16, PROBE_COLS = 64, PROBE_BYTES = PROBE_ROWS * PROBE_COLS;
 
-__global__ void __cluster_dims__(2, 1, 1) pair_tma_probe(const __grid_constant__ CUtensorMap map, uint8_t* out, int* flags) {
-  __shared__ alignas(128) uint8_t tile[PROBE_BYTES];
+__global__ void __cluster_dims__(2, 1, 1) pair_tma_probe(const __grid_constant__ CUtensorMap map, uint8_t* out, int* flags,
+                                                        int multicast) {
+  __shared__ alignas(128) uint8_t box[2][PROBE_BYTES];
   __shared__ alignas(8) uint64_t bar;
   const uint32_t rank = cluster_rank();
+  for (int i = threadIdx.x; i < 2 * PROBE_BYTES; i += blockDim.x) box[i / PROBE_BYTES][i % PROBE_BYTES] = 0;
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   cluster_sync();
   int ok = 1;
   if (threadIdx.x == 0) {
-    if (rank == 0) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(&bar)), "r"(2 * PROBE_BYTES) : "memory");
+    if (rank == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(&bar)),
+                   "r"((multicast ? 4 : 2) * PROBE_BYTES) : "memory");
     const uint32_t leader_bar = smem(&bar) & 0xFEFFFFFFu;   // as SM100_TMA_2SM_LOAD: the even CTA's barrier
-    asm volatile("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(smem(tile)), "l"(&map), "r"(0), "r"((int)(PROBE_ROWS * rank)), "r"(leader_bar) : "memory");
+    if (multicast)
+      asm volatile("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                   "[%0], [%1, {%2, %3}], [%4], %5;"
+                   ::"r"(smem(box[rank])), "l"(&map), "r"(0), "r"((int)(PROBE_ROWS * rank)), "r"(leader_bar), "h"((uint16_t)3)
+                   : "memory");
+    else
+      asm volatile("cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                   ::"r"(smem(box[rank])), "l"(&map), "r"(0), "r"((int)(PROBE_ROWS * rank)), "r"(leader_bar) : "memory");
     if (rank == 0) {
       long long t0 = clock64();
       uint32_t done = 0;
@@ -170,13 +183,13 @@ __global__ void __cluster_dims__(2, 1, 1) pair_tma_probe(const __grid_constant__
       flags[0] = ok;
     }
   }
-  cluster_sync();   // the even CTA saw both boxes complete (or gave up): the odd's box has landed too
-  for (int i = threadIdx.x; i < PROBE_BYTES; i += blockDim.x) out[rank * PROBE_BYTES + i] = tile[i];
+  cluster_sync();   // the even CTA saw every box complete (or gave up): the odd's boxes have landed too
+  for (int i = threadIdx.x; i < 2 * PROBE_BYTES; i += blockDim.x) out[rank * 2 * PROBE_BYTES + i] = box[i / PROBE_BYTES][i % PROBE_BYTES];
   if (threadIdx.x == 0 && rank == 1) flags[1] = 1;
 }
 
 #ifndef CTA_PAIR_KERNELS_ONLY
-void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags) {
+void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags, int64_t multicast) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {(cuuint64_t)src.size(1), (cuuint64_t)src.size(0)};
   const cuuint64_t strides[1] = {(cuuint64_t)src.stride(0)};
@@ -185,6 +198,6 @@ void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags) {
                                       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed: ", (int)r);
-  pair_tma_probe<<<2, 128>>>(map, out.data_ptr<uint8_t>(), flags.data_ptr<int>());
+  pair_tma_probe<<<2, 128>>>(map, out.data_ptr<uint8_t>(), flags.data_ptr<int>(), (int)multicast);
 }
 #endif
