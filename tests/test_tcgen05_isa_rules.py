@@ -219,3 +219,29 @@ def test_ue8m0_conversions_equal_cuda_fp8_host_code_bit_for_bit(ue8m0):
     cases, mismatches, first = ue8m0(["sweep"])[0].split()
     assert int(cases) == 4 * 65536 * 7 + 256
     assert (int(mismatches), first) == (0, "-")
+
+
+def library_error_codes() -> dict[str, int]:
+    """The error enum of tcgen05_library.cu (E_*/W_* names, implicit values counted on as C++ does)."""
+    import re
+    text = open(os.path.join(ROOT, "arena", "blackwell", "tcgen05_library.cu")).read()
+    body = re.search(r"enum : uint32_t \{\s*E_NONE = 0,(.*?)\};", text, re.S).group(1)
+    codes, value = {}, 0
+    for item in re.sub(r"//[^\n]*", "", body).replace("\n", " ").split(","):
+        if not item.strip():
+            continue
+        name, _, given = item.partition("=")
+        value = int(given) if given.strip() else value + 1
+        codes[name.strip()] = value
+    return codes
+
+
+def test_every_library_error_code_has_a_message():
+    codes = library_error_codes()
+    assert codes["E_PAIR_CLUSTER"] == 80 and codes["E_SMEM_OVERWRITE"] == 74     # the parse counts as C++ does
+    unused = {"E_NOT_CONVERGED", "E_SCALE_ALIGN", "E_CP_SWIZZLE"}   # never raised: kept so that the numbering holds
+    missing = {name: code for name, code in codes.items() if name not in unused
+               and code not in runtime.MESSAGES and code not in runtime.SITE_MESSAGES}
+    assert missing == {}
+    line = runtime.describe([codes["E_PAIR_TMA_MULTICAST"], 3, 0x2, 0, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
+    assert "ctaMask 0x2" in line and "must hold the issuing CTA" in line and "emulation error" not in line

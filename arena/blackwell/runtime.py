@@ -82,6 +82,9 @@ MESSAGES = {
                       + (f"from {b} lanes of one warp at once: the emulation forwards such loads one lane at a time "
                          "per warp" if b != 1 else f"while its destination is in CTA rank {a}, not the issuing CTA: "
                          "the emulation forwards only loads into the issuing CTA's own shared memory")),
+    88: ("a TMA .multicast::cluster with .cta_group::2 from CTA rank {b} (ctaMask {a:#x}): the emulation loads the box "
+         "into the issuing CTA and copies it to the mask's other CTAs, so the mask must hold the issuing CTA, the "
+         "destination must be its own shared memory, and one lane of a warp issues it at a time"),
 }
 _OPERANDS = {0: "A operand", 1: "B operand", 2: "source"}
 
