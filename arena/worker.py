@@ -31,14 +31,14 @@ def _explained(error: BaseException, capability: tuple | None, submission: str =
     """The plain cause when the error is a load_inline build that failed (named as `eval.py compile` names it,
     arena/compile/diagnosis.py) or only means "this machine cannot run it" (arena/missing.py), else the error's
     own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU.
-    `submission`: its path, while it is being imported."""
+    `submission`: its path, while it is being imported (a build inside custom_kernel is named all the same)."""
     if type(error).__name__ in ("EmulationError", "EmulationBuildError"):   # --emulate-blackwell's own words
         return str(error).strip().splitlines()[0]
     cause = None
     try:
         from arena import missing
         from arena.compile import load_inline_failure
-        cause = load_inline_failure(error, submission) if submission else None
+        cause = load_inline_failure(error, submission)
         cause = cause or missing.explain_import_error(error, capability)
     except Exception:
         pass

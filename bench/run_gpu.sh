@@ -63,21 +63,35 @@ cd "$ROOT" || exit 1
 export OUT=${OUT:-out} PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-# .whl/cpXY-site.tar.xz (bench/emulation/bring_wheels.sh): packages the worker imports (`python -I` ignores
-# PYTHONPATH), unpacked into the interpreter's own site-packages when it is that Python.
-tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
-for packed in .whl/*-site.tar.xz; do
-    [ -f "$packed" ] || continue
-    if [ "$packed" = ".whl/$tag-site.tar.xz" ]; then
-        tar -xJf "$packed" -C "$(python3 -c 'import site; print(site.getsitepackages()[0])')"
-    else
-        echo "skipping $packed: this python3 is $tag" >&2
+# Wheels go in once per machine: a second run_gpu.sh started beside a first one finds them in place (a marker
+# names what .whl/ held) instead of replacing files the first one's builds are reading.
+install_wheels() {
+    local marker
+    marker="/tmp/site/.installed-$(ls -l .whl/ 2>/dev/null | md5sum | cut -c1-16)"
+    [ -f "$marker" ] && return 0
+    if ls .whl/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+            .whl/*.whl || return 1
     fi
-done
+    # .whl/cpXY-site.tar.xz (bench/emulation/bring_wheels.sh): packages the worker imports (`python -I` ignores
+    # PYTHONPATH), unpacked into the interpreter's own site-packages when it is that Python.
+    local tag packed
+    tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+    for packed in .whl/*-site.tar.xz; do
+        [ -f "$packed" ] || continue
+        if [ "$packed" = ".whl/$tag-site.tar.xz" ]; then
+            tar -xJf "$packed" -C "$(python3 -c 'import site; print(site.getsitepackages()[0])')" || return 1
+        else
+            echo "skipping $packed: this python3 is $tag" >&2
+        fi
+    done
+    mkdir -p /tmp/site && touch "$marker"
+}
+if [ -d .whl ]; then
+    mkdir -p /tmp/site
+    ( flock 9; install_wheels ) 9>/tmp/run_gpu.install.lock
+    ls .whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 # Expand groups and `evaluator` into steps.
 todo=()

@@ -66,3 +66,30 @@ def test_test_names_the_file_and_line_of_a_failing_extension_build():
     error = run.keys["test.0.error"]
     assert error.startswith("cannot import submission: extension 'passthrough_ext' does not build: main.cpp:5: "
                             "error: expected"), error
+
+
+@pytest.mark.slow       # g++ builds torch's extension header: about 20 s
+@pytest.mark.skipif(find_tool("g++") is None and find_tool("c++") is None, reason="no C++ compiler")
+def test_a_build_at_the_first_call_is_named_as_at_import():
+    """JIT submissions build inside custom_kernel: the build's cause, not "Error building extension" (nor, under
+    --emulate-blackwell, "needs a Blackwell GPU" because the build's command line says sm_100a)."""
+    run = run_eval("test", spec_file(SMALL), "--submission", submission("extension_error_at_first_call.py"),
+                   popcorn=True)
+    assert run.code == 112
+    error = run.keys["test.0.error"]
+    assert "extension 'passthrough_at_call_ext' does not build: main.cpp:5: error: expected" in error, error
+
+
+@needs_nvcc
+def test_a_header_missing_inside_cutlass_names_an_incomplete_copy(tmp_path):
+    """CUTLASS present but one of its files gone (a partial install, or two versions mixed): say so, not that
+    CUTLASS is not installed."""
+    atom = tmp_path / "include" / "cute" / "atom"
+    atom.mkdir(parents=True)
+    (atom / "mma_atom.hpp").write_text("#pragma once\n#include <cute/atom/mma_traits_sm90_gmma.hpp>\n")
+    log = nvcc_log(tmp_path, "#include <cute/atom/mma_atom.hpp>\n__global__ void k() {}\n",
+                   f"-I{tmp_path / 'include'}")
+    line = build_failure(log)
+    assert line.startswith("header <cute/atom/mma_traits_sm90_gmma.hpp> not found, included by CUTLASS's own "), line
+    assert "mma_atom.hpp:2: an incomplete or mixed copy of CUTLASS" in line and "pip install" in line
+    assert line != CUTLASS_MISSING

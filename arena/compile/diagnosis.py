@@ -35,6 +35,10 @@ def build_failure(log: str) -> str:
     if found:
         header = found.group("header")
         if re.match(r"(cutlass|cute)/", header):
+            including = found.group("file").replace("\\", "/")
+            if re.search(r"/(cutlass|cute)/", including):       # CUTLASS's own header lacks one of its files
+                return (f"header <{header}> not found, included by CUTLASS's own {including}:{found.group('line')}: "
+                        f"an incomplete or mixed copy of CUTLASS; reinstall it: {CUTLASS_INSTALL}")
             return CUTLASS_MISSING
         return f"header <{header}> not found ({os.path.basename(found.group('file'))}:{found.group('line')})"
     found = _PTXAS.search(log)
@@ -61,14 +65,14 @@ def _from_cpp_extension(error: BaseException) -> bool:
 
 def load_inline_failure(error: BaseException, submission: str) -> str | None:
     """One line for a load_inline that failed: the build's cause when it ran ("extension 'x' does not build:
-    ..."), or, when torch could not even start it (a CPU-only torch has no CUDA_HOME), a constant source whose
-    headers are missing here, as `eval.py compile` names it. None when `error` is not a load_inline failure or
+    ..."), or, when torch could not even start it (a CPU-only torch has no CUDA_HOME), a constant source of
+    `submission` (its path; "" when unknown) whose headers are missing here, as `eval.py compile` names it. None when `error` is not a load_inline failure or
     nothing here names its cause."""
     text = str(error)
     built = _EXTENSION.search(text)
     if built:
         return f"extension '{built.group(1)}' does not build: {build_failure(text[built.end():])}"
-    if not _from_cpp_extension(error):
+    if not submission or not _from_cpp_extension(error):
         return None
     try:
         sources = find_sources(submission)

@@ -48,7 +48,7 @@ for row in csv.DictReader(open(os.path.join(sys.argv[1], "MANIFEST.tsv")), delim
 PY
     # all at once: builds are CPU-bound and emulated runs are never timed, so sharing the GPU costs only wall time
     while IFS=$'\t' read -r file problem; do
-        _emulated_test "pub_${file%.py}" "$dir/$file" "$(_task_for "$problem")" &
+        _emulated_test "pub_$(basename "${file%.py}")" "$dir/$file" "$(_task_for "$problem")" &
     done <"$OUT/emu_list.tsv"
     wait
     cat "$OUT"/emu_pub_*.row
