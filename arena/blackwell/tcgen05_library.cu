@@ -58,7 +58,12 @@ extern "C" {
 __device__ EmuOp __nvfp4emu_queue[EMU_MAX_SM * EMU_GRANULES * EMU_QLEN];
 __device__ uint32_t __nvfp4emu_qhead[EMU_MAX_SM * EMU_GRANULES];   // next to complete
 __device__ uint32_t __nvfp4emu_qtail[EMU_MAX_SM * EMU_GRANULES];   // next free
-__device__ int __nvfp4emu_qlock[EMU_MAX_SM * EMU_GRANULES];
+// A ticket lock per queue (next ticket, ticket served): threads get it in the order they asked. An unfair lock let
+// the thread that issues each MMA outrun a CTA's other threads by two commit phases while they queued their own
+// tcgen05.cp, so they then waited on a phase parity that had come round again (a public GEMM whose 128 threads
+// all issue the scale copies hung under emulation, and passes on a B200).
+__device__ unsigned int __nvfp4emu_qticket[EMU_MAX_SM * EMU_GRANULES];
+__device__ unsigned int __nvfp4emu_qserving[EMU_MAX_SM * EMU_GRANULES];
 // Loads still reading tensor memory, one per warp of the CTA: (site, first column, columns, 0), site 0 = none. A
 // load is finished by tcgen05.wait::ld or by the first use of one of its registers (the register dependence
 // orders it; NVIDIA's CuTe DSL examples rely on that and never wait).
@@ -83,7 +88,7 @@ enum : uint32_t {
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
-  E_TMAP_TYPE = 62,
+  E_TMAP_TYPE = 62, W_LD_FREED,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
@@ -352,10 +357,19 @@ static __device__ int emu_queue_of(uint32_t sm) {
   return -1;
 }
 static __device__ __forceinline__ void emu_qlock(int q) {
-  while (atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) __nanosleep(200);
+  const unsigned int ticket = atomicAdd(&__nvfp4emu_qticket[q], 1u);
+  while (*(volatile unsigned int*)&__nvfp4emu_qserving[q] != ticket) __nanosleep(100);
   __threadfence();
 }
-static __device__ __forceinline__ void emu_qunlock(int q) { __threadfence(); atomicExch(&__nvfp4emu_qlock[q], 0); }
+// The lock when nobody holds it or waits for it; false otherwise.
+static __device__ __forceinline__ bool emu_qtrylock(int q) {
+  const unsigned int serving = *(volatile unsigned int*)&__nvfp4emu_qserving[q];
+  if (*(volatile unsigned int*)&__nvfp4emu_qticket[q] != serving) return false;
+  if (atomicCAS(&__nvfp4emu_qticket[q], serving, serving + 1u) != serving) return false;
+  __threadfence();
+  return true;
+}
+static __device__ __forceinline__ void emu_qunlock(int q) { __threadfence(); atomicAdd(&__nvfp4emu_qserving[q], 1u); }
 static __device__ __forceinline__ EmuOp& emu_qop(int q, uint32_t i) { return __nvfp4emu_queue[(size_t)q * EMU_QLEN + i % EMU_QLEN]; }
 
 // A position-dependent hash of a K-major shared-memory operand (`chunks` 16-byte chunks of every 8th row and the
@@ -435,15 +449,18 @@ static __device__ uint32_t emu_commit_after(int q, uint32_t i) {
   return 0u;
 }
 
-// An instruction at `site` writes (or frees) columns [col, col + n) of lanes [lane0, lane0 + lanes): an error when a
-// warp's load of them is not finished (a = the load's site, b = the warp).
+// An instruction at `site` writes (or, `frees`, deallocates) columns [col, col + n) of lanes [lane0, lane0 + lanes)
+// while a warp's load of them is not finished (a = the load's site, b = the warp). A write is an error: the load
+// may read the new values. A dealloc is a warning: the load reads wrong values only if another CTA allocates and
+// writes the columns first, which B200 runs of public kernels that free without waiting never show.
 static __device__ void emu_check_unfinished_loads(uint32_t site, int q, uint32_t col, uint32_t n, uint32_t lane0,
-                                                  uint32_t lanes) {
+                                                  uint32_t lanes, bool frees = false) {
   for (uint32_t w = 0; w < 32u; ++w) {
     const uint4 p = emu_ldpend_get((uint32_t)q * 32u + w);
     const uint32_t quarter = 32u * (w % 4u);
     if (p.x && p.y < col + n && col < p.y + p.z && quarter < lane0 + lanes && lane0 < quarter + 32u) {
-      emu_fail(E_LD_OVERWRITTEN, site, p.x, w);
+      if (frees) emu_warn(W_LD_FREED, site, p.x, w);
+      else emu_fail(E_LD_OVERWRITTEN, site, p.x, w);
       return;
     }
   }
@@ -477,11 +494,10 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_wait_failed(uint32_t site
     const volatile EmuOp& op = emu_qop(q, i);
     wanted = op.verb == OP_COMMIT && op.mbar == mbar;
   }
-  if (!wanted || *(volatile int*)&__nvfp4emu_qlock[q] != 0 || atomicCAS(&__nvfp4emu_qlock[q], 0, 1) != 0) {
+  if (!wanted || !emu_qtrylock(q)) {
     __nanosleep(500);
     return 0u;
   }
-  __threadfence();
   const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
   uint32_t end = head;
   for (uint32_t i = head; i != tail; ++i)
@@ -532,7 +548,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
         emu_qlock(q);
         const uint32_t i = emu_pending_writer(q, col, ncols);
         if (i != __nvfp4emu_qtail[q]) emu_fail(E_DEALLOC_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
-        emu_check_unfinished_loads(site, q, col, ncols, 0u, EMU_LANES);
+        emu_check_unfinished_loads(site, q, col, ncols, 0u, EMU_LANES, true);
         if (q == (int)(sm * EMU_GRANULES + col / 32u)) __nvfp4emu_qhead[q] = __nvfp4emu_qtail[q];
         emu_qunlock(q);
       }

@@ -3,7 +3,8 @@
 Each bug is a text change of the sm_100a kernel in submission.py (kernels/sm100/nvfp4_gemm_sm100.cuh); every
 anchor must occur exactly once, so a kernel change that moves an anchor fails loudly instead of planting
 nothing. On a B200 each of these passes some runs and fails others (or fails silently); the emulation names
-each cause in one line:
+each cause in one line (missing_wait_ld as a warning, and its runs pass: it breaks the result only when another
+CTA takes the freed columns first):
 
   missing_wait_ld  the epilogue frees tensor memory right after its last tcgen05.ld, with no tcgen05.wait::ld and
                    before using the registers, so the columns can be reallocated while the load still reads them
