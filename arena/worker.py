@@ -295,6 +295,8 @@ def serve(sock: socket.socket):
     try:
         if hello.emulate_blackwell:
             blackwell = _install_blackwell(capability)
+            capability = blackwell.CAPABILITY     # errors are named for the GPU the submission sees (never
+                                                  # "needs a Blackwell GPU": the emulation is one)
         session = Session(hello.submission, hello.task_folder, device,
                           after_call=blackwell.raise_on_error if blackwell else None)
     except integrity.IntegrityViolation as error:
