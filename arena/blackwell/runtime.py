@@ -116,6 +116,9 @@ SITE_MESSAGES = {
                             f"(warp {b}) has not finished reading (no tcgen05.wait::ld, its registers not used yet): "
                             "another CTA may allocate and overwrite them while the load still reads; wait for the "
                             "load and synchronize the warps (tcgen05.wait::ld, then a barrier) before tcgen05.dealloc",
+    64: lambda a, b, sites: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} after this CTA freed them "
+                            "(a tcgen05.dealloc before this warp's loads): they still hold the accumulator unless "
+                            "another CTA allocates them first; synchronize the warps before tcgen05.dealloc",
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }
@@ -123,7 +126,7 @@ MESSAGES[62] = ("a TMA uses a tensor map of element type {b} (word 2 = {a:#010x}
                 "packed FP4 (16U4_ALIGN8B), such as 16U4_ALIGN16B or 16U6_ALIGN16B, which the emulation does not "
                 "translate for Hopper's TMA")
 KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
-WARNINGS = (60, 61, 63)
+WARNINGS = (60, 61, 63, 64)
 
 
 def _bits(mask: int) -> str:

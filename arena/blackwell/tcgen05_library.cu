@@ -36,6 +36,7 @@ extern "C" {
 extern __device__ unsigned int __nvfp4emu_state[EMU_STATE_WORDS];  // defined by emulation_host.h in the user's module
 __device__ uint32_t __nvfp4emu_tmem[EMU_MAX_SM * EMU_LANES * EMU_COLS];
 __device__ unsigned long long __nvfp4emu_owner[EMU_MAX_SM * EMU_GRANULES];
+__device__ unsigned long long __nvfp4emu_freed_by[EMU_MAX_SM * EMU_GRANULES];   // the CTA that freed a free granule
 __device__ int __nvfp4emu_lock[EMU_MAX_SM];
 __device__ unsigned long long __nvfp4emu_touched[EMU_MAX_SM];   // globaltimer of the last use of the SM's TMEM
 __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
@@ -88,7 +89,7 @@ enum : uint32_t {
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
-  E_TMAP_TYPE = 62, W_LD_FREED,
+  E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
@@ -177,12 +178,30 @@ static __device__ __forceinline__ bool emu_cols_owned(uint32_t sm, uint32_t col,
   return true;
 }
 
-// Checked pointer to (lane, col) for a block of `lanes` x `cols` cells; the dummy block on a violation.
-static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col, uint32_t lanes, uint32_t cols) {
+// True when columns [col, col + n) are free and this CTA freed them (nobody has allocated them since).
+static __device__ __forceinline__ bool emu_cols_freed_by_me(uint32_t sm, uint32_t col, uint32_t n) {
+  const unsigned long long me = emu_my_tag();
+  for (uint32_t g = col / 32u; g <= (col + n - 1u) / 32u; ++g)
+    if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] != 0ull ||
+        *(volatile unsigned long long*)&__nvfp4emu_freed_by[sm * EMU_GRANULES + g] != me) return false;
+  return true;
+}
+
+// Checked pointer to (lane, col) for a block of `lanes` x `cols` cells; the dummy block on a violation. A load
+// (`load`) of columns this CTA has freed and nobody has taken since reads what they hold, with a warning: a warp
+// that frees them while another warp still loads passes on a B200 unless another CTA takes them first.
+static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col, uint32_t lanes, uint32_t cols,
+                                      bool load = false) {
   const uint32_t sm = emu_sm_checked(site);
   if (lane + lanes > EMU_LANES) { emu_fail(E_LANE_RANGE, site, lane, lanes); return __nvfp4emu_dummy; }
   if (col + cols > EMU_COLS) { emu_fail(E_COL_RANGE, site, col, cols); return __nvfp4emu_dummy; }
-  if (!emu_cols_owned(sm, col, cols)) { emu_fail(E_NOT_ALLOCATED, site, col, cols); return __nvfp4emu_dummy; }
+  if (!emu_cols_owned(sm, col, cols)) {
+    if (!(load && cols > 0u && emu_cols_freed_by_me(sm, col, cols))) {
+      emu_fail(E_NOT_ALLOCATED, site, col, cols);
+      return __nvfp4emu_dummy;
+    }
+    emu_warn(W_LD_AFTER_DEALLOC, site, col, cols);
+  }
   *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
   return emu_tmem_sm(sm) + lane * EMU_COLS + col;
 }
@@ -297,7 +316,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
     if (l == emu_leader(mask)) emu_fail(E_LANE_QUARTER, site, taddr, emu_warp_in_cta());
     return (unsigned long long)(__nvfp4emu_dummy + dl * EMU_COLS + dc);
   }
-  uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols);
+  uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols, is_load != 0u);
   if (l == 0u && block != __nvfp4emu_dummy) emu_track_load_store(site, is_load, col0, cols, 32u * quarter, emu_warp_in_cta());
   return (unsigned long long)(block + dl * EMU_COLS + dc);
 }
@@ -554,7 +573,10 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
       }
       __threadfence();
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
-      for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
+      for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) {
+        __nvfp4emu_freed_by[sm * EMU_GRANULES + g] = emu_my_tag();
+        __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
+      }
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
     }

@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-out}; mkdir -p "$OUT/planted"
 declare -A EXPECT=(
-    [missing_wait_ld]="has not finished reading (no tcgen05.wait::ld"
+    [missing_wait_ld]="this tcgen05.dealloc frees tensor-memory columns that"
     [early_commit]="this copy writes shared memory that"
     [missing_commit]="this tcgen05.ld reads tensor-memory columns that"
     [sbo16]="has SBO = 16 bytes with no swizzle"
