@@ -119,6 +119,10 @@ SITE_MESSAGES = {
     64: lambda a, b, sites: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} after this CTA freed them "
                             "(a tcgen05.dealloc before this warp's loads): they still hold the accumulator unless "
                             "another CTA allocates them first; synchronize the warps before tcgen05.dealloc",
+    75: lambda a, b, sites: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} that this CTA freed and another "
+                            "CTA has allocated since: a warp freed them (tcgen05.dealloc) while this warp still had "
+                            "loads to do, so the load may read the other CTA's data; synchronize the warps "
+                            "(tcgen05.wait::ld, then a barrier) before tcgen05.dealloc",
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }

@@ -90,7 +90,7 @@ enum : uint32_t {
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
   E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC,
-  E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE,
+  E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
 };
@@ -178,13 +178,16 @@ static __device__ __forceinline__ bool emu_cols_owned(uint32_t sm, uint32_t col,
   return true;
 }
 
-// True when columns [col, col + n) are free and this CTA freed them (nobody has allocated them since).
-static __device__ __forceinline__ bool emu_cols_freed_by_me(uint32_t sm, uint32_t col, uint32_t n) {
+// Columns [col, col + n) that this CTA freed: 1 when all are still free, 2 when another CTA has taken some since,
+// 0 when this CTA did not free them all.
+static __device__ __forceinline__ uint32_t emu_cols_freed_by_me(uint32_t sm, uint32_t col, uint32_t n) {
   const unsigned long long me = emu_my_tag();
-  for (uint32_t g = col / 32u; g <= (col + n - 1u) / 32u; ++g)
-    if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] != 0ull ||
-        *(volatile unsigned long long*)&__nvfp4emu_freed_by[sm * EMU_GRANULES + g] != me) return false;
-  return true;
+  uint32_t state = 1u;
+  for (uint32_t g = col / 32u; g <= (col + n - 1u) / 32u; ++g) {
+    if (*(volatile unsigned long long*)&__nvfp4emu_freed_by[sm * EMU_GRANULES + g] != me) return 0u;
+    if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] != 0ull) state = 2u;
+  }
+  return state;
 }
 
 // Checked pointer to (lane, col) for a block of `lanes` x `cols` cells; the dummy block on a violation. A load
@@ -196,8 +199,9 @@ static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col
   if (lane + lanes > EMU_LANES) { emu_fail(E_LANE_RANGE, site, lane, lanes); return __nvfp4emu_dummy; }
   if (col + cols > EMU_COLS) { emu_fail(E_COL_RANGE, site, col, cols); return __nvfp4emu_dummy; }
   if (!emu_cols_owned(sm, col, cols)) {
-    if (!(load && cols > 0u && emu_cols_freed_by_me(sm, col, cols))) {
-      emu_fail(E_NOT_ALLOCATED, site, col, cols);
+    const uint32_t freed = load && cols > 0u ? emu_cols_freed_by_me(sm, col, cols) : 0u;
+    if (freed != 1u) {
+      emu_fail(freed == 2u ? E_LD_TAKEN : E_NOT_ALLOCATED, site, col, cols);
       return __nvfp4emu_dummy;
     }
     emu_warn(W_LD_AFTER_DEALLOC, site, col, cols);
@@ -1045,10 +1049,14 @@ static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uin
   const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
   if (q < 0) return;
   if (!is_load) { emu_check_unfinished_loads(site, q, col, n, lane0, 32u); return; }
-  emu_qlock(q);
-  const uint32_t i = emu_pending_writer(q, col, n);
-  if (i != __nvfp4emu_qtail[q]) emu_fail(E_LD_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
-  emu_qunlock(q);
+  // An empty queue has no writer: epilogue loads skip the lock, so a CTA's warps load at an even pace (taking the
+  // lock for each load let one warp free the columns while another had most of its loads still to do).
+  if (*(volatile uint32_t*)&__nvfp4emu_qhead[q] != *(volatile uint32_t*)&__nvfp4emu_qtail[q]) {
+    emu_qlock(q);
+    const uint32_t i = emu_pending_writer(q, col, n);
+    if (i != __nvfp4emu_qtail[q]) emu_fail(E_LD_INFLIGHT, site, emu_qop(q, i).site, emu_commit_after(q, i));
+    emu_qunlock(q);
+  }
   emu_ldpend_set((uint32_t)q * 32u + warp % 32u, site, col, n);
 }
 
