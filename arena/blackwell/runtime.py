@@ -62,6 +62,13 @@ MESSAGES = {
     61: lambda a, b: f"shared memory descriptor (high word {a:#010x}) has SBO = {b} bytes with no swizzle: its 8-row "
                      "groups (8 rows x 16 bytes) overlap; a K-major source needs SBO >= 128 (128 for a 32x128b scale "
                      "atom)",
+    64: lambda a, b: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} after this CTA freed them (a "
+                     "tcgen05.dealloc before this warp's loads): they still hold the accumulator unless another CTA "
+                     "allocates them first; synchronize the warps before tcgen05.dealloc",
+    75: lambda a, b: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} that this CTA freed and another CTA "
+                     "has allocated since: a warp freed them (tcgen05.dealloc) while this warp still had loads to do, "
+                     "so the load may read the other CTA's data; synchronize the warps (tcgen05.wait::ld, then a "
+                     "barrier) before tcgen05.dealloc",
     80: "tcgen05.alloc.cta_group::2 in a CTA of cluster rank {b} of a cluster of {a} CTAs: a CTA pair is cluster "
         "ranks 2k and 2k+1, and this CTA has no peer",
     81: lambda a, b: f"tcgen05.alloc.cta_group::2: the peer CTA (cluster rank {a}) "
@@ -116,13 +123,6 @@ SITE_MESSAGES = {
                             f"(warp {b}) has not finished reading (no tcgen05.wait::ld, its registers not used yet): "
                             "another CTA may allocate and overwrite them while the load still reads; wait for the "
                             "load and synchronize the warps (tcgen05.wait::ld, then a barrier) before tcgen05.dealloc",
-    64: lambda a, b, sites: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} after this CTA freed them "
-                            "(a tcgen05.dealloc before this warp's loads): they still hold the accumulator unless "
-                            "another CTA allocates them first; synchronize the warps before tcgen05.dealloc",
-    75: lambda a, b, sites: f"this tcgen05.ld reads tensor-memory columns {a}..{a}+{b} that this CTA freed and another "
-                            "CTA has allocated since: a warp freed them (tcgen05.dealloc) while this warp still had "
-                            "loads to do, so the load may read the other CTA's data; synchronize the warps "
-                            "(tcgen05.wait::ld, then a barrier) before tcgen05.dealloc",
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }

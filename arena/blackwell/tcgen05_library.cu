@@ -1401,8 +1401,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit2(uint32_t site, uint32
 // peer's. Kernels name it as CUTLASS does: their own shared::cta address with bit 24 (the pair bit of the
 // cluster window) cleared for the even CTA's barrier, or set for the odd's. On a GPU whose shared::cta addresses
 // carry the CTA's rank (mapa of an own address to its own rank changes nothing) the address is already that
-// cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address.
-// The mbarrier a TMA for destination CTA `dest` (cluster rank) completes on: the same offset in that CTA's pair,
+// cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address. emu_pair_barrier_for gives
+// the mbarrier a TMA for destination CTA `dest` (cluster rank) completes on: the same offset in that CTA's pair,
 // in the even or odd CTA as `mbar` names it.
 static __device__ uint32_t emu_pair_barrier_for(uint32_t mbar, uint32_t dst, uint32_t dest) {
   const uint32_t rank = emu_sreg_rank();
