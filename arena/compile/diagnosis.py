@@ -66,8 +66,8 @@ def _from_cpp_extension(error: BaseException) -> bool:
 def load_inline_failure(error: BaseException, submission: str) -> str | None:
     """One line for a load_inline that failed: the build's cause when it ran ("extension 'x' does not build:
     ..."), or, when torch could not even start it (a CPU-only torch has no CUDA_HOME), a constant source of
-    `submission` (its path; "" when unknown) whose headers are missing here, as `eval.py compile` names it. None when `error` is not a load_inline failure or
-    nothing here names its cause."""
+    `submission` (its path; "" when unknown) whose headers are missing here, as `eval.py compile` names it.
+    None when `error` is not a load_inline failure or nothing here names its cause."""
     text = str(error)
     built = _EXTENSION.search(text)
     if built:
