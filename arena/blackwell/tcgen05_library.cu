@@ -997,6 +997,13 @@ static __device__ void emu_mma_run(const EmuOp& op) {
 }
 
 // ------------------------------------------------------------------------------------------- commit
+// The cluster-window address of shared address `addr`'s offset in the CTA of cluster rank `rank`.
+static __device__ __forceinline__ uint32_t emu_mapa(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+
 // Arrive once on the mbarrier (or on the same offset in every CTA of `cta_mask` with .multicast::cluster).
 static __device__ void emu_arrive(uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
   __threadfence();
@@ -1006,9 +1013,7 @@ static __device__ void emu_arrive(uint32_t mbar, uint32_t multicast, uint32_t ct
   }
   for (uint32_t rank = 0; rank < 16u; ++rank) {
     if (!((cta_mask >> rank) & 1u)) continue;
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(mbar), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(emu_mapa(mbar, rank)) : "memory");
   }
 }
 
@@ -1100,9 +1105,7 @@ static __device__ __forceinline__ unsigned long long emu_cluster_linear() {
 // Offset that turns a shared::cta address of this CTA into the cluster-window address of the same offset in the
 // CTA of cluster rank `rank` (the window is contiguous per CTA).
 static __device__ __forceinline__ uint32_t emu_rank_delta(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-  return r - addr;
+  return emu_mapa(addr, rank) - addr;
 }
 static __device__ __forceinline__ uint4 emu_ldc128(uint32_t caddr) {
   uint4 v;
@@ -1404,20 +1407,20 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit2(uint32_t site, uint32
 // cluster address; otherwise bit 24 picks the pair's CTA and mapa gives its address. emu_pair_barrier_for gives
 // the mbarrier a TMA for destination CTA `dest` (cluster rank) completes on: the same offset in that CTA's pair,
 // in the even or odd CTA as `mbar` names it.
+static __device__ __forceinline__ uint32_t emu_cta_rank_of(uint32_t cluster_address) {
+  uint32_t r;
+  asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(r) : "r"(cluster_address));
+  return r;
+}
+
 static __device__ uint32_t emu_pair_barrier_for(uint32_t mbar, uint32_t dst, uint32_t dest) {
-  const uint32_t rank = emu_sreg_rank();
-  uint32_t self;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(self) : "r"(dst), "r"(rank));
   uint32_t offset = mbar & ~(1u << 24), odd = (mbar >> 24) & 1u;
-  if (self == dst) {   // addresses already carry the CTA's rank
-    uint32_t named;
-    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(named) : "r"(mbar));
+  if (emu_mapa(dst, emu_sreg_rank()) == dst) {   // addresses already carry the CTA's rank
+    const uint32_t named = emu_cta_rank_of(mbar);
     if (named == (dest & ~1u) + (named & 1u)) return mbar;
     offset = mbar; odd = named & 1u;
   }
-  uint32_t out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(offset), "r"((dest & ~1u) | odd));
-  return out;
+  return emu_mapa(offset, (dest & ~1u) | odd);
 }
 
 // sm_90's TMA completes its bytes only on an mbarrier in the destination's CTA; .cta_group::2 lets the pair's
@@ -1428,10 +1431,13 @@ static __device__ uint32_t emu_pair_barrier_for(uint32_t mbar, uint32_t dst, uin
 // pair's barrier (mbarrier.complete_tx across the cluster): that barrier's phase sees the same bytes, after the data.
 static __shared__ __align__(8) unsigned long long emu_pair_scratch[32];   // one per warp (1024 threads at most)
 
-static __device__ __forceinline__ uint32_t emu_cta_rank_of(uint32_t cluster_address) {
-  uint32_t r;
-  asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(r) : "r"(cluster_address));
-  return r;
+// The issuing warp's scratch mbarrier, initialized to expect `bytes`: its shared address.
+static __device__ uint32_t emu_scratch_begin(uint32_t bytes) {
+  const uint32_t scratch = (uint32_t)__cvta_generic_to_shared(&emu_pair_scratch[emu_thread() / 32u]);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+               "fence.mbarrier_init.release.cluster;\n\t"
+               "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(scratch), "r"(bytes) : "memory");
+  return scratch;
 }
 
 extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_pair_tma_begin(uint32_t mbar, uint32_t dst,
@@ -1443,11 +1449,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_pair_tma_begin(
     emu_fail(E_PAIR_TMA, 0, dst_rank, __popc(__activemask()));
     return target;
   }
-  const uint32_t scratch = (uint32_t)__cvta_generic_to_shared(&emu_pair_scratch[emu_thread() / 32u]);
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
-               "fence.mbarrier_init.release.cluster;\n\t"
-               "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(scratch), "r"(bytes) : "memory");
-  return (unsigned long long)target << 32 | scratch;
+  return (unsigned long long)target << 32 | emu_scratch_begin(bytes);
 }
 
 static __device__ void emu_scratch_wait(uint32_t scratch) {
@@ -1482,11 +1484,7 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_pair_tma_multicast_begin(
     emu_fail(E_PAIR_TMA_MULTICAST, 0, mask, rank);
     return 0;
   }
-  const uint32_t scratch = (uint32_t)__cvta_generic_to_shared(&emu_pair_scratch[emu_thread() / 32u]);
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
-               "fence.mbarrier_init.release.cluster;\n\t"
-               "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(scratch), "r"(bytes) : "memory");
-  return scratch;
+  return emu_scratch_begin(bytes);
 }
 
 extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_multicast_end(uint32_t scratch, uint32_t mbar,
@@ -1496,13 +1494,11 @@ extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_multicast_end(uint32
   const uint32_t rank = emu_sreg_rank();
   for (uint32_t d = 0; d < 16u; ++d) {
     if (!(mask >> d & 1u) || d == rank) continue;
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(dst), "r"(d));
+    const uint32_t remote = emu_mapa(dst, d);
     for (uint32_t at = 0; at + 16u <= bytes; at += 16u) {
-      uint32_t x, y, z, w;
-      asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(dst + at));
-      asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote + at), "r"(x), "r"(y), "r"(z), "r"(w)
-                   : "memory");
+      const uint4 v = emu_ldc128(dst + at);
+      asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote + at), "r"(v.x), "r"(v.y), "r"(v.z),
+                   "r"(v.w) : "memory");
     }
   }
   asm volatile("fence.proxy.async;\n\tfence.acq_rel.cluster;" ::: "memory");
