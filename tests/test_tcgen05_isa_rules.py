@@ -245,3 +245,7 @@ def test_every_library_error_code_has_a_message():
     assert missing == {}
     line = runtime.describe([codes["E_PAIR_TMA_MULTICAST"], 3, 0x2, 0, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
     assert "ctaMask 0x2" in line and "must hold the issuing CTA" in line and "emulation error" not in line
+    lanes = runtime.describe([codes["E_PAIR_TMA"], 3, 0, 2, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
+    assert "from 2 lanes of one warp at once" in lanes and "\n" not in lanes
+    remote = runtime.describe([codes["E_PAIR_TMA"], 3, 1, 1, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
+    assert "its destination is in CTA rank 1, not the issuing CTA" in remote
