@@ -19,12 +19,11 @@ from arena.checking import ReferenceCheck
 from arena.progress import Silent
 from arena.nested import tensors_in
 from arena.results import CaseResult
-from arena.runner import Reply, Worker, WorkerFailure
+from arena.parent_clock import ClockFloor, window_spin_us
+from arena.runner import Reply, Window, Worker, WorkerFailure
 from arena.specs import Case
 
-SEED_STRIDE = 42          # per-call seeds: case seed + 42*i, as the competition's batched evaluator
 WALL_CALLS = 5            # sync-to-sync calls per case, to compare with event time (side-stream check)
-EMPTY_WINDOWS = 3         # empty timed windows per case under the competition's method (their median counts)
 
 
 AUTO_FLOOR_S = 30.0       # the least a request gets under the default timeout
@@ -98,7 +97,7 @@ class Evaluator:
         self.device = device
         self.limits = limits
         self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
-        self.salt = secrets.randbelow(2**30) + 1   # timed inputs: unpredictable seeds, new on every run
+        self._clean_staged = False
         self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
@@ -115,6 +114,7 @@ class Evaluator:
 
     def new_case(self):
         self._seen_per_call = None
+        self._clean_staged = False                # the clean worker stages this case's layout once
 
     def timeout(self, inputs: list, calls: int | None = None) -> float:
         """Seconds one request may take: --timeout, else fitted to the case (auto_timeout)."""
@@ -230,6 +230,11 @@ class Evaluator:
             args["seed"] += seed_offset
         return self.reference.generate_input(**args)
 
+    def generate_fresh(self, args: dict):
+        """A timed input: the case's shape with a fresh seed of 64 bits from the OS's CSPRNG, so nothing the
+        worker has seen (the case's public seed, earlier inputs) predicts it."""
+        return self.generate({**args, "seed": fresh_seed()} if "seed" in args else args)
+
     def test(self, index: int, case: Case) -> CaseResult:
         self.new_case()
         result = CaseResult(index=index, spec=case.spec, passed=False)
@@ -280,65 +285,63 @@ class Evaluator:
             together = limits.method == "competition" and limits.calls_per_sample > 1
             result.timing = {"method": limits.method,
                              "calls_per_sample": limits.calls_per_sample if together else 1}
-            samples, calls, started, batches = [], 0, time.perf_counter(), []
+            samples, clean_samples, started, windows = [], [], time.perf_counter(), 0
+            floor = ClockFloor(self.device)
             spent = {"generate": 0.0, "worker": 0.0, "check": 0.0}     # where the case's wall time went (s)
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
-            while not timing.should_stop(samples, time.perf_counter() - started, limits.max_runs, limits.max_wall):
-                # Competition: one request is one sample of N distinct inputs, each fresh (a cached result
-                # cannot be replayed); per-call: one request holds several one-call samples.
+            # One uncounted call first: the warm-up, and the reported time the first counted wait is sized by.
+            per_call_ns, warm = None, True
+            while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
+                                                                limits.max_runs, limits.max_wall):
+                # Competition: one window is one sample of N distinct inputs, each fresh (a cached result
+                # cannot be replayed); per-call: one window holds several one-call samples.
                 size = limits.calls_per_sample if together else min(batch, limits.max_runs - len(samples))
-                offset = self.salt + SEED_STRIDE * calls
+                size = 1 if warm else size
                 mark = time.perf_counter()
-                originals = [self.generate(case.args, offset + SEED_STRIDE * (i + 1)) for i in range(size)]
-                labels = [f"timed call {calls + i}" for i in range(size)]
-                calls += size
+                originals = [self.generate_fresh(case.args) for _ in range(size)]
+                labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
+                    [f"warm-up call {i}" for i in range(size)]
                 spent["generate"] += time.perf_counter() - mark
-                reply = self._call("time", originals, result, together=together)   # timed calls only, never mixed
-                spent["worker"] += reply.elapsed_ns / 1e9
-                times = reply.fields.get("times_ns", [])
-                if len(times) != (1 if together else size) or len(reply.outputs) != size:
-                    raise WorkerFailure(f"the worker answered {len(times)} times and {len(reply.outputs)} outputs "
+                spin = window_spin_us(None if per_call_ns is None else per_call_ns * (size if together else 1))
+                window = self._window(originals, result, together, spin)
+                clean = self._clean_window(originals, together, spin, window.outputs)
+                spent["worker"] += (window.span_ns + clean.span_ns) / 1e9
+                times = window.times_ns
+                if len(times) != (1 if together else size) or len(window.outputs) != size:
+                    raise WorkerFailure(f"the worker answered {len(times)} times and {len(window.outputs)} outputs "
                                         f"for {size} timed calls", replace=True)
+                reported = times[0] * size if together else sum(times)
+                per_call_ns = reported / size
+                mark = time.perf_counter()
+                verified = self._verify(labels, window, originals, result, first=warm or windows == 0)
+                spent["check"] += time.perf_counter() - mark
+                if not verified:
+                    return result
+                if warm:
+                    warm, started = False, time.perf_counter()
+                    continue
+                windows += 1
                 samples += times
-                batches.append((size, reply.elapsed_ns))
+                clean_samples += clean.times_ns
+                floor.add(size, window.span_ns, clean.span_ns, reported)
                 if not self.progress.quiet:
                     running = timing.summarize(samples)
                     self.progress.timing(len(samples), running.mean, running.err)
                 if self.gpu:
                     readings.append(self.gpu.read())
-                mark = time.perf_counter()
-                if not self._verify(labels, reply, originals, result, first=len(batches) == 1):
-                    return result
-                spent["check"] += time.perf_counter() - mark
-            # Untimed checks, each in a request of its own: sync-to-sync calls (the drain), and the same
-            # timed loop around an empty call (the parent's clock baseline, the empty window).
-            wall_originals = [self.generate(case.args, self.salt + SEED_STRIDE * (10**6 + i))
-                              for i in range(limits.wall_calls)]
+            # Untimed: sync-to-sync calls (the drain), in a request of its own.
+            wall_originals = [self.generate_fresh(case.args) for _ in range(limits.wall_calls)]
             wall = self._call("wall", wall_originals, result)
             if not self._verify([f"wall-clock call {i}" for i in range(limits.wall_calls)], wall, wall_originals,
                                 result):
                 return result
-            # They do nothing, so they are cheap. A competition window is one sample, which one host hiccup
-            # (a garbage collection) can stretch past a real call: the median of three windows.
-            # The empty windows come from a clean worker that never imported the submission: a baseline the
-            # submission could stretch would hide work it defers past its timed window.
-            empty_calls = limits.calls_per_sample if together else batch
-            self.progress.stage("timing empty windows in a clean worker")
-            empties = [self._clean_worker().request_empty(empty_calls, self.timeout([], empty_calls),
-                                                          together=together)
-                       for _ in range(EMPTY_WINDOWS if together else 1)]
-            empty_elapsed_ns, empty_ns, empty_samples = empty_baseline(empties)
-            result.timing["empty_ns"] = [round(t, 1) for t in empty_samples]
+            ordered = sorted(clean_samples) or [0.0]
+            result.timing["empty_ns"] = [round(t, 1) for t in clean_samples[:16]]
+            result.timing["parent_clock_ns_per_call"] = round(floor.per_call_ns(), 1)
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
-                      "empty_ns": empty_ns}
-            # Any device: what each request cost on the parent's clock, less the clean baseline, must be
-            # explained by the times the worker reported (on a GPU the per-call host work and the staging of
-            # inputs and outputs through shared memory are in the allowance).
-            spin = timing.spin_cap_ns_per_call(empty_calls if together else 1) if self.device == "cuda" else 0.0
-            clock = own_clock_check(samples, batches, empty_elapsed_ns / max(empty_calls, 1),
-                                    moved_bytes=data_bytes(originals[:1]) + data_bytes(reply.outputs[:1]),
-                                    spin_ns=spin)
+                      "empty_ns": ordered[len(ordered) // 2]}
+            clock = floor.problem()
             result.wall = timing.summarize(wall.fields["wall_ns"]) if wall.fields.get("wall_ns") else None
             result.stats = timing.summarize(samples)
             result.samples_ns = list(samples) if self.figures else []
@@ -352,7 +355,7 @@ class Evaluator:
                     result.error = f"the timing cannot be trusted: {impossible[0]}"
                     return result
             result.passed = True
-            clocks = gpustate.summarize(readings, sum(elapsed for _, elapsed in batches) / 1e6)
+            clocks = gpustate.summarize(readings, floor.span_ns / 1e6)
             if clocks:
                 result.timing["gpu"] = asdict(clocks)
                 result.warnings += clocks.warnings()
@@ -370,7 +373,35 @@ class Evaluator:
             self.clean.start()
         return self.clean
 
-    def _verify(self, labels: list, reply: Reply, originals: list, result, first: bool = True) -> bool:
+    def _window(self, originals: list, result, together: bool, spin_us: float) -> Window:
+        """One timed window of the submission (arena/runner.py Worker.time_window)."""
+        try:
+            window = self.worker.time_window(originals, self.timeout(originals), together=together,
+                                             spin_us=spin_us)
+        except WorkerFailure as failure:
+            self._hung = self._hung or failure.hang
+            if failure.replace:
+                self.worker.stop()
+            raise
+        self._answered = True
+        self._seen_per_call = max(window.span_ns / 1e9 / max(1, len(originals)), self._seen_per_call or 0.0)
+        self._note_threads(window.fields, result)
+        if window.output_text:
+            result.output = (result.output + "\n" + window.output_text).strip()[-sandbox.OUTPUT_CAP:]
+        return window
+
+    def _clean_window(self, originals: list, together: bool, spin_us: float, outputs: list) -> Window:
+        """The same window in the clean worker around an empty call, digesting as many bytes as the
+        submission's outputs: the parent's clock baseline (arena/parent_clock.py). Its inputs are staged once
+        per case (it computes nothing from them)."""
+        clean = self._clean_worker()
+        sizes = [t.numel() * t.element_size() for o in outputs for _, t in tensors_in(o)]
+        restage = not self._clean_staged or clean.staged is None or len(clean.staged) != len(originals)
+        self._clean_staged = True
+        return clean.time_window(originals, self.timeout(originals), together=together, spin_us=spin_us,
+                                 empty=True, digest_sizes=sizes, restage=restage)
+
+    def _verify(self, labels: list, reply: Reply | Window, originals: list, result, first: bool = True) -> bool:
         """Audit every output of one request and check them: every one in a ranked run, else one the
         submission cannot predict (and, in a case's `first` request, its first output too); False with
         `result.error` set at the first problem. Auditing and checking took 116 ms of the 270 ms a 50-call sample
@@ -416,12 +447,9 @@ def _batch_size(sample, device: str) -> int:
 _RANDOM = random.SystemRandom()
 
 
-def empty_baseline(replies: list[Reply]) -> tuple[float, float, list[float]]:
-    """From the empty-call requests: the parent's elapsed ns of the quickest request (its clock baseline),
-    the median empty sample in ns (the empty-window flag's yardstick) and every empty sample, in order."""
-    samples = [t for reply in replies for t in reply.fields.get("times_ns", [])]
-    ordered = sorted(samples) or [0.0]
-    return min(reply.elapsed_ns for reply in replies), ordered[len(ordered) // 2], samples
+def fresh_seed() -> int:
+    """64 bits from the OS's CSPRNG, kept clear of the top of torch's seed range so a task may add to it."""
+    return secrets.randbelow(2**64 - 2**32)
 
 
 def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]:
@@ -435,26 +463,3 @@ def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]
     wall = [result.wall.median] if result.wall else None
     return integrity.timing_flags(samples, result.sol_us, wall, extras.get("drain_ns"), extras.get("sync_ns"),
                                   extras.get("empty_ns"))
-
-
-def own_clock_check(samples_ns: list[float], batches: list[tuple[int, float]], empty_per_call_ns: float,
-                    moved_bytes: int = 0, spin_ns: float = 0.0) -> str:
-    """The worker's times against the parent's own clock (any device). Each timed request took `elapsed` ns
-    as the parent saw it; the same loop around an empty call, in a clean worker, took `empty_per_call_ns` per
-    call. What the calls themselves added cannot be far above what the worker reported, unless its timing was
-    bent. Allowance: three times the reported mean plus 1 ms per call (a loaded CPU: 2.25x was seen honestly
-    on two busy cores), moving each call's inputs and outputs at 1 GB/s. The mean, not the median: one slow
-    cold call in a short run (CI failed this at 3 runs) is in both clocks. On a GPU the event times leave out
-    the wait the worker puts in front of each window so the host can enqueue ahead (at most `spin_ns` per
-    call): allowed too. Forged clocks report 1000x less and stay far outside."""
-    calls = sum(size for size, _ in batches)
-    if not calls or not samples_ns:
-        return ""
-    added = (sum(elapsed for _, elapsed in batches) - calls * empty_per_call_ns) / calls
-    reported = sum(samples_ns) / len(samples_ns)
-    allowed = 3 * reported + 1e6 + moved_bytes + spin_ns
-    if added <= allowed:
-        return ""
-    return (f"the worker's timing disagrees with the evaluator's own clock: each call added "
-            f"{added / 1e3:.1f} us to the request, the worker reported {reported / 1e3:.1f} us "
-            f"(timing code bent in the worker?)")

@@ -6,14 +6,18 @@ import. On the wire each is a JSON object (arena/channel.py) with tensors as sha
     parent -> worker   Hello                                       what to import, on which device
     parent -> worker   Request("probe") (isolated GPU workers)     CUDA and tensor sharing work both ways
     worker -> parent   {"ready": true, "pid", "notices"} or {"error", "traceback"}
-    parent -> worker   Request(op, args, data | calls)             one per request, until the socket closes
-    worker -> parent   a reply: outputs as "data", REPLY_NUMBER_LISTS, "threads", "notices", or "error"
+    parent -> worker   Request(op, args, data)                     one per request, until the socket closes
+    worker -> parent   a reply: outputs as "data", REPLY_NUMBER_LISTS, "digest", "threads", "notices", or "error"
+
+A timed window is three requests: "stage" (the inputs, masked: arena/masking.py), "go" (the key; the reply
+holds the times and the outputs' digest, and the parent's clock runs from sending it to reading the reply),
+"collect" (the outputs).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-OPS = ("run", "time", "wall", "profile")          # what a request may ask once the submission is imported
+OPS = ("run", "stage", "go", "collect", "wall", "profile")    # what a request may ask once the submission is imported
 REPLY_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns")
 
 
@@ -39,16 +43,11 @@ class Hello:
 class Request:
     op: str                                     # "probe" or one of OPS
     args: dict = field(default_factory=dict)    # keyword arguments of the worker's Session method
-    calls: int | None = None                    # an empty-call request: how many calls (it sends no inputs)
 
     def to_message(self, data: dict) -> dict:
-        """The wire form; `data` is the tensorwire body of the inputs (empty for an empty-call request)."""
-        message = {"op": self.op, "args": self.args, "data": data}
-        if self.calls is not None:
-            message["n"] = self.calls
-        return message
+        """The wire form; `data` is the tensorwire body of the inputs (empty for a request without inputs)."""
+        return {"op": self.op, "args": self.args, "data": data}
 
     @classmethod
     def from_message(cls, message: dict) -> Request:
-        calls = message.get("n")
-        return cls(str(message["op"]), dict(message.get("args") or {}), None if calls is None else int(calls))
+        return cls(str(message["op"]), dict(message.get("args") or {}))

@@ -6,7 +6,9 @@ and shared memory (arena/channel.py, arena/tensorwire.py). Every reply is parsed
 """
 from __future__ import annotations
 
+import math
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -15,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import channel, cleanup, sandbox, tensorwire
+from arena import channel, cleanup, masking, sandbox, tensorwire
 from arena.memory import oom_kills
-from arena.nested import copy_storages
+from arena.nested import copy_storages, tensors_in
 from arena.profile_table import ProfileError, build_table
 from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
@@ -70,11 +72,38 @@ class Reply:
     output_text: str = ""               # what the worker printed meanwhile (cleaned, capped)
 
 
-def _numbers(value, what: str) -> list[float]:
-    if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                              for x in value):
+@dataclass
+class Window:
+    """One timed window, as the parent saw it."""
+    times_ns: list                      # what the worker reported: one sample (competition) or one per call
+    span_ns: float                      # the parent's own clock: key sent to times and digest received
+    outputs: list                       # the collected outputs (empty for a clean worker's window)
+    sent: list                          # the parent's view of the staged inputs
+    fields: dict                        # the go reply's other fields (threads, digest)
+    output_text: str = ""               # what the worker printed meanwhile
+
+
+MAX_REPORTED_NS = 3600e9                # no honest time of one call or window is longer than an hour
+
+
+def _numbers(value, what: str, limit: int = 100_000) -> list[float]:
+    """A list of finite, non-negative numbers below an hour (times in ns); anything else is a malformed reply."""
+    if not isinstance(value, list) or len(value) > limit or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         raise WorkerFailure(f"the submission's reply is malformed ({what} is not a list of numbers)", replace=True)
-    return [float(x) for x in value]
+    numbers = [float(x) for x in value]
+    if not all(math.isfinite(x) and 0 <= x <= MAX_REPORTED_NS for x in numbers):
+        raise WorkerFailure(f"the submission's reply is malformed ({what} holds a negative, infinite or "
+                            f"impossibly large time)", replace=True)
+    return numbers
+
+
+def _digest(value) -> list[int]:
+    if not isinstance(value, list) or len(value) > masking.MAX_DIGESTS or not all(
+            isinstance(x, int) and not isinstance(x, bool) and -2**63 <= x < 2**63 for x in value):
+        raise WorkerFailure("the submission's reply is malformed (the outputs' digest is not a list of 64-bit "
+                            "integers)", replace=True)
+    return list(value)
 
 
 @dataclass
@@ -95,6 +124,7 @@ class Worker:
     emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
     oom_before: int | None = None       # the cgroup's out-of-memory kills when this worker started
+    staged: list | None = None          # the parent's view of the inputs staged for the next timed window
 
     def start(self):
         self.oom_before = oom_kills()
@@ -173,18 +203,26 @@ class Worker:
         jailed = self.isolation is not None and self.isolation.home is not None
         return -(code - 128) if jailed and code is not None and 128 < code < 128 + 65 else code
 
-    def _send_inputs(self, inputs: list) -> tuple[dict, list[int], list]:
-        """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent)."""
+    def _send_inputs(self, inputs: list, mask_key: int | None = None) -> tuple[dict, list[int], list]:
+        """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent). With
+        `mask_key`, the bytes travel XOR-ed with its keystream (arena/masking.py): a timed window's staging."""
         if self.device == "cuda":
             sent = copy_storages(inputs)          # ours: outputs written into a sent storage are rebuilt here
+            if mask_key is not None:
+                masking.xor_keystream_(tensorwire.distinct_storages(sent), mask_key)
             body, fds = tensorwire.encode(sent)   # staged through shared memory (tensorwire: no CUDA IPC)
             return body, fds, sent
         body, fds = tensorwire.encode(inputs)          # CPU: the copy is the shared-memory file itself
         mine = tensorwire.Decoder("cpu").decode(body, [os.dup(fd) for fd in fds])
+        if mask_key is not None:                       # masked in the shared file; the worker unmasks it there
+            masking.xor_keystream_(tensorwire.distinct_storages(mine), mask_key)
         return body, fds, mine
 
-    def _exchange(self, request: Request, inputs: list, timeout: float, doing: str) -> Reply:
-        body, fds, sent = self._send_inputs(inputs)
+    def _exchange(self, request: Request, inputs: list, timeout: float, doing: str,
+                  mask_key: int | None = None, sent: list | None = None) -> Reply:
+        """One request and its checked reply. `sent`: for a request without inputs whose reply may name
+        storages the parent sent earlier (a window's collect: the staged inputs)."""
+        body, fds, mine = self._send_inputs(inputs, mask_key) if inputs else ({}, [], sent or [])
         try:
             started = time.perf_counter_ns()
             channel.send(self.sock, request.to_message(body), fds)
@@ -196,7 +234,7 @@ class Worker:
                 os.close(fd)
         reply, reply_fds = self._receive(timeout, doing)
         elapsed = float(time.perf_counter_ns() - started)
-        return self._parse(reply, reply_fds, sent, elapsed)
+        return self._parse(reply, reply_fds, mine, elapsed)
 
     def _note(self, reply: dict):
         """Keep the worker's one-line announcements (deduplicated, cleaned, at most 4) across its replies
@@ -236,7 +274,13 @@ class Worker:
                 fields[key] = _numbers(reply[key], key)
         for key in ("sync_ns", "threads"):
             if isinstance(reply.get(key), (int, float)) and not isinstance(reply.get(key), bool):
-                fields[key] = float(reply[key])
+                number = float(reply[key])
+                if not (math.isfinite(number) and 0 <= number <= MAX_REPORTED_NS):
+                    raise WorkerFailure(f"the submission's reply is malformed ({key} is out of range)",
+                                        replace=True)
+                fields[key] = number
+        if "digest" in reply:
+            fields["digest"] = _digest(reply["digest"])
         if "rows" in reply:
             try:
                 fields["table"] = build_table(reply["rows"])
@@ -250,13 +294,39 @@ class Worker:
             self.start()
         return self._exchange(Request(op, args), inputs, timeout, f"running custom_kernel ({op})")
 
-    def request_empty(self, count: int, timeout: float, together: bool = False) -> Reply:
-        """The timed loop around a call that does nothing, `count` times (one window with `together`): the
-        baseline of the parent's clock and of the empty-window flag, taken by the same method as the samples."""
-        return self._exchange(Request("time", {"empty": True, "together": together}, calls=count), [],
-                              timeout, "timing an empty call")
+    def time_window(self, inputs: list, timeout: float, *, together: bool, spin_us: float, empty: bool = False,
+                    digest_sizes: list[int] | None = None, restage: bool = True) -> Window:
+        """One timed window in three requests: stage the inputs masked, send the key ("go": the parent's clock
+        runs from sending it to reading the times and the outputs' digest), collect the outputs and check
+        them against the digest. `empty`: the clean worker's window (the same loop around a call that does
+        nothing, digesting scratch buffers of `digest_sizes` bytes); it may keep its staged inputs
+        (`restage=False`) since it computes nothing from them."""
+        if self.process is None:
+            self.start()
+        key = secrets.randbits(masking.KEY_BITS)
+        if restage or self.staged is None:
+            staged = self._exchange(Request("stage"), inputs, timeout, "staging the timed inputs", mask_key=key)
+            self.staged = staged.sent
+        args = {"key": key, "together": together, "spin_us": float(spin_us),
+                "empty": empty, "digest_sizes": list(digest_sizes or [])}
+        went = self._exchange(Request("go", args), [], timeout,
+                              "timing an empty call" if empty else "running custom_kernel (timed)")
+        digest = went.fields.get("digest", [])
+        if empty:
+            return Window(went.fields.get("times_ns", []), went.elapsed_ns, [], self.staged, went.fields,
+                          went.output_text)
+        sent, self.staged = self.staged, None
+        collected = self._exchange(Request("collect"), [], timeout, "collecting the timed outputs",
+                                   sent=sent)
+        tensors = [t for _, t in tensors_in(collected.outputs) if isinstance(t, torch.Tensor)]
+        if digest != masking.digest(tensors):
+            raise WorkerFailure("the outputs collected after the timed window are not the ones it computed "
+                                "(their digest differs from the one sent when the window closed)", replace=True)
+        return Window(went.fields.get("times_ns", []), went.elapsed_ns, collected.outputs, sent, went.fields,
+                      "\n".join(t for t in (went.output_text, collected.output_text) if t))
 
     def stop(self):
+        self.staged = None
         if self.sock is not None:
             try:
                 self.sock.close()

@@ -155,6 +155,7 @@ class Decoder:
         self.cpu_too = cpu_too
         self.nodes = 0
         self.storage_pointers: list[int] = []      # data_ptr of each decoded storage, by index (-1: empty)
+        self.storages: list[torch.UntypedStorage] = []     # the decoded storages, in the sender's order
 
     def decode(self, body, fds: list[int]):
         if not isinstance(body, dict) or set(body) != {"tree", "storages"} or not isinstance(body["storages"], list):
@@ -168,6 +169,7 @@ class Decoder:
                 raise WireError(f"the data is larger than {MAX_BYTES} bytes")
             storages.append(storage)
         self.storage_pointers = [s.data_ptr() if s.nbytes() else -1 for s in storages]
+        self.storages = storages
         return self._tree(body["tree"], storages, 0)
 
     def _map(self, fd: int):

@@ -19,15 +19,6 @@ from dataclasses import dataclass, asdict
 import torch
 
 _flush_buffers: dict[int, torch.Tensor] = {}
-SPIN_FLOOR_US = 20.0            # the GPU-side wait before a timed window: at least this long
-SPIN_CAP_US = 5000.0            # and at most this per call, for at most 10 calls of one window
-
-
-def spin_cap_ns_per_call(calls_per_window: int) -> float:
-    """The most GPU-side waiting a timed window adds per call (what the parent's clock must allow for)."""
-    return SPIN_CAP_US * 1e3 * max(1, min(calls_per_window, 10)) / max(calls_per_window, 1)
-
-
 def l2_flush_buffer(device=None) -> torch.Tensor:
     """A buffer twice the size of the device's L2 (one per device, allocated once)."""
     index = torch.cuda.current_device() if device is None else torch.device(device).index or 0

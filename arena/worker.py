@@ -89,6 +89,10 @@ class Session:
         # so reusing it for other work would look like one. It watches the newest 64.
         self.keep_alive = collections.deque(maxlen=64)
         self.host_us = 0.0
+        self.decoded_storages: list = []        # the storages of the request being served (set by serve)
+        self.staged = self.staged_storages = self.collected = None
+        self.staged_pointers: dict = {}
+        self.scratch, self.scratch_sizes = [], None
         import threading
         from arena import integrity, timing  # noqa: F401
         self.guard = integrity.HarnessGuard()      # before the submission can touch anything
@@ -152,10 +156,11 @@ class Session:
             self.torch.ones(1, device="cuda").add_(1)
             self.torch.cuda.synchronize()
 
-    def time(self, inputs: list, empty: bool = False, together: bool = False) -> dict:
+    def time(self, inputs: list, empty: bool = False, together: bool = False, spin_us: float = 0.0) -> dict:
         """Timed calls only (never mixed with untimed ones: work could be deferred to those). With `empty`,
-        the same loop around a call that does nothing: the parent's baseline for its own clock. With
-        `together`, the competition's method: all inputs back to back in one window, one sample."""
+        the same loop around a call that does nothing (the clean worker's window). With `together`, the
+        competition's method: all inputs back to back in one window, one sample. `spin_us`: the GPU-side
+        wait before each window, set by the parent (arena/modes.py window_spin_us)."""
         from arena import timing
         if together:
             # The guard costs ~9 us of host time: after each call it would land in every call of a host-bound
@@ -163,22 +168,56 @@ class Session:
             # inside the window, it runs before the harness touches anything a call could have replaced.
             fn = (lambda data: None) if empty else self.back_to_back
             if self.device == "cuda":
-                outputs, times = timing.time_together_gpu(fn, inputs, self.spin_us(len(inputs)), self.settle)
+                outputs, times = timing.time_together_gpu(fn, inputs, spin_us, self.settle)
             else:
                 outputs, times = timing.time_together_wall(fn, inputs, self._sync, self.settle)
         else:
             fn = self.empty_call if empty else self.custom_kernel
             if self.device == "cuda":
-                outputs, times = timing.time_calls_gpu(fn, inputs, self.spin_us())
+                outputs, times = timing.time_calls_gpu(fn, inputs, spin_us)
             else:
                 outputs, times = timing.time_calls_wall(fn, inputs, self._sync)
         return {"outputs": [] if empty else outputs, "times_ns": times}
 
-    def spin_us(self, calls: int = 1) -> float:
-        """Long enough for the host to enqueue `calls` calls behind the spin (twice the last call's host time
-        each), so the GPU never waits for the host inside the timed window."""
-        from arena.timing import SPIN_CAP_US, SPIN_FLOOR_US
-        return min(2 * self.host_us * calls + SPIN_FLOOR_US, SPIN_CAP_US * max(1, min(calls, 10)))
+    def stage(self, inputs: list) -> dict:
+        """Keep a timed window's inputs, still masked (arena/masking.py): nothing can be computed from them
+        until `go` brings the key."""
+        self.staged, self.staged_storages = inputs, list(self.decoded_storages)
+        self.staged_pointers = {s.data_ptr(): i for i, s in enumerate(self.staged_storages) if s.nbytes()}
+        self.collected = None
+        return {"staged": len(inputs)}
+
+    def go(self, inputs: list, key: int = 0, together: bool = False, spin_us: float = 0.0, empty: bool = False,
+           digest_sizes: list | None = None) -> dict:
+        """The timed window on the staged inputs: unmask them with `key`, time the calls, and answer with the
+        times and the digest of the outputs (they stay here until `collect`). The parent's clock runs from
+        sending the key to reading this answer."""
+        from arena import masking
+        from arena.nested import tensors_in
+        if self.staged is None:
+            raise RuntimeError("no staged inputs for this timed window")
+        masking.xor_keystream_(self.staged_storages, int(key))
+        reply = self.time(self.staged, empty=empty, together=together, spin_us=float(spin_us))
+        outputs = reply.pop("outputs")
+        if empty:
+            sizes = [int(n) for n in (digest_sizes or [])][:masking.MAX_DIGESTS]
+            if self.scratch_sizes != sizes:
+                self.scratch, self.scratch_sizes = masking.scratch_for(sizes, self.device), sizes
+            tensors = self.scratch
+        else:
+            tensors = [t for _, t in tensors_in(outputs) if isinstance(t, self.torch.Tensor)]
+        reply["digest"] = masking.digest(tensors)
+        self.collected = outputs
+        if not empty:
+            self.staged = None          # a window's inputs serve one window (the clean worker reuses its own)
+        return reply
+
+    def collect(self, inputs: list) -> dict:
+        """The outputs of the last window, for the parent to check against the digest and the reference."""
+        outputs, self.collected = self.collected, None
+        if outputs is None:
+            raise RuntimeError("no timed window to collect")
+        return {"outputs": outputs}
 
     def wall(self, inputs: list) -> dict:
         """Sync-to-sync wall-clock calls that also measure the drain (side-stream check)."""
@@ -307,7 +346,7 @@ def serve(sock: socket.socket):
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation, blackwell)})
-    ops = {op: getattr(session, op) for op in OPS}       # run, time, wall, profile
+    ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
     while True:
         try:
             request, fds = channel.receive(sock)
@@ -318,7 +357,8 @@ def serve(sock: socket.socket):
         decoder = tensorwire.Decoder(device, cpu_too=True)      # inputs: what the task generated, as it is
         try:
             asked = Request.from_message(request)
-            inputs = [None] * asked.calls if asked.calls is not None else decoder.decode(request["data"], fds)
+            inputs = decoder.decode(request["data"], fds) if request.get("data") else []
+            session.decoded_storages = decoder.storages
             session.guard.check("between calls")
             reply = ops[asked.op](inputs, **asked.args)
             session.guard.check("during the request", deep=True)
@@ -334,7 +374,9 @@ def serve(sock: socket.socket):
         out_fds = []
         if "outputs" in reply:
             try:
-                encoder = tensorwire.Encoder(inputs={p: i for i, p in enumerate(decoder.storage_pointers)})
+                sent = session.staged_pointers if asked.op == "collect" else \
+                    {p: i for i, p in enumerate(decoder.storage_pointers)}
+                encoder = tensorwire.Encoder(inputs=sent)
                 reply["data"], out_fds = encoder.finish(encoder.tree(reply.pop("outputs")))
             except Exception as error:    # an output that cannot be shared (odd device, closed storage, ...)
                 reply = {"error": f"the output could not be sent to the evaluator: {_first_line(error)}"}

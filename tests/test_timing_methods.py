@@ -134,15 +134,3 @@ def test_no_nvml_means_no_reading_and_no_error():
     assert gpustate.GpuMonitor.open(99) is None       # no such device (or no NVML on this machine)
 
 
-def test_one_stretched_empty_window_does_not_become_the_baseline():
-    """On an H100 one competition-method empty window read 637.92 us per call (a host hiccup in a window of
-    50 empty calls) and flagged an honest 22.98 us kernel as "no GPU work inside the timed window"; the
-    median of three windows keeps such a hiccup out."""
-    from arena.modes import empty_baseline
-    from arena.runner import Reply
-    replies = [Reply(outputs=[], sent=[], fields={"times_ns": [t]}, elapsed_ns=e)
-               for t, e in ((637_920.0, 40e6), (410.0, 9e6), (520.0, 8e6))]
-    elapsed, window, samples = empty_baseline(replies)
-    assert (elapsed, window) == (8e6, 520.0) and samples == [637_920.0, 410.0, 520.0]
-    per_call = Reply(outputs=[], sent=[], fields={"times_ns": [300.0, 900.0, 200.0]}, elapsed_ns=5e6)
-    assert empty_baseline([per_call])[:2] == (5e6, 300.0)
