@@ -20,7 +20,9 @@ class ProfileError(ValueError):
 
 
 def _number(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    """A finite, non-negative number below 2**53 (an integer too large for a float is refused, not raised)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (isinstance(value, int) and not 0 <= value < 2**53) or not math.isfinite(value) or value < 0:
         raise ProfileError(f"the profile's {what} is not a non-negative number")
     return float(value)
 

@@ -142,7 +142,8 @@ def print_failure_details(console, results: list) -> None:
         first_with.setdefault(key, r.index)
         console.print(f"[bold]case {r.index}[/bold] ({escape(r.spec)}):", markup=True, highlight=False)
         for line in r.details[:8]:
-            console.print(f"    {line}", markup=False, highlight=False)
+            for part in str(line).split("\n"):        # a detail of several lines stays indented on each
+                console.print(f"    {part}", markup=False, highlight=False)
         render_diagnosis(console, r)
 
 

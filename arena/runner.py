@@ -25,13 +25,23 @@ from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
 from arena.spawn import Spawned, spawn_worker
 
 
+WORKER_TEXT_FRAME = "| "
+
+
+def frame_worker_text(text: str) -> str:
+    """Every line of text the worker produced, behind the frame that marks it as the submission's."""
+    return "\n".join(WORKER_TEXT_FRAME + line for line in text.split("\n")) if text else ""
+
+
 class WorkerFailure(RuntimeError):
     """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
 
     def __init__(self, message: str, replace: bool = False, traceback: str = "", hang: bool = False):
         super().__init__(sandbox.clean_text(message, 600).replace("\n", " "))
         self.replace = replace          # the worker is gone or poisoned: start a new one
-        self.traceback = sandbox.clean_text(traceback, 4000)
+        # The worker's words (its traceback and what it printed), each line framed so that no line of it can
+        # read as one of the evaluator's own in a report.
+        self.traceback = frame_worker_text(sandbox.clean_text(traceback, 4000))
         self.hang = hang                # no answer within the time limit
 
 
@@ -172,8 +182,7 @@ class Worker:
 
     def _receive(self, timeout: float, doing: str) -> tuple[dict, list[int]]:
         try:
-            self.sock.settimeout(max(timeout, 0.001))
-            message, fds = channel.receive(self.sock)
+            message, fds = channel.receive(self.sock, max(timeout, 0.001))
         except (socket.timeout, TimeoutError):
             self.stop()
             raise WorkerFailure(f"timed out after {timeout:g} s while {doing} (hang or deadlock?)",
@@ -260,7 +269,8 @@ class Worker:
         if "data" in reply:
             try:
                 sent_storages = tensorwire.distinct_storages(sent)
-                outputs = tensorwire.Decoder(self.device, sent_storages).decode(reply["data"], fds)
+                limit = reply_bytes_limit(sum(s.nbytes() for s in sent_storages))
+                outputs = tensorwire.Decoder(self.device, sent_storages, max_bytes=limit).decode(reply["data"], fds)
             except tensorwire.WireError as error:
                 self.stop()
                 raise WorkerFailure(f"the submission's reply could not be read: {error}", replace=True) from None
@@ -348,6 +358,15 @@ class Worker:
             except subprocess.TimeoutExpired:
                 pass
             self.process = None
+
+
+REPLY_BYTES_FACTOR = 2                  # a reply's new tensors may hold twice the bytes sent (every task's outputs fit in its inputs) ...
+REPLY_BYTES_EXTRA = 16 << 20            # ... plus this much (small cases, odd result layouts)
+
+
+def reply_bytes_limit(sent_bytes: int) -> int:
+    """The most bytes of new tensors the parent maps or copies from one reply."""
+    return REPLY_BYTES_FACTOR * sent_bytes + REPLY_BYTES_EXTRA
 
 
 def describe_exit(code, out_of_memory: bool = False) -> str:

@@ -7,6 +7,8 @@ Blank lines are skipped. Values that parse as ints become ints.
 """
 from __future__ import annotations
 
+import hashlib
+
 import re
 from dataclasses import dataclass, field
 
@@ -67,9 +69,12 @@ def format_spec(args: dict) -> str:
 
 
 def combine_seed(case_seed: int, secret: int) -> int:
-    """The competition's combination of a case seed with the secret seed (Cantor pairing plus a)."""
-    a, b = case_seed, secret
-    return int(a + (a + b) * (a + b + 1) // 2)
+    """A case seed combined with the secret seed: 64 bits of SHA-256 of both. The competition pairs them
+    (Cantor pairing plus the case seed), which a submission inverts from the inputs it sees: brute-forcing the
+    combined seed (about 2**33 values) gives the secret. A hash of both cannot be inverted, and its 64 bits
+    cannot be brute-forced from the data. (So under a secret seed the inputs differ from the competition's.)"""
+    digest = hashlib.sha256(f"nvfp4-arena:{secret}:{case_seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (2**64 - 2**32)
 
 
 def apply_secret_seed(cases: list[Case], secret: int | None) -> list[Case]:

@@ -149,8 +149,10 @@ class Decoder:
     request being answered (for "input" references); `device` is the only device the data may live on, besides
     the CPU where `cpu_too` (the inputs of a GPU run: group gemm keeps its reference scales on the CPU)."""
 
-    def __init__(self, device: str, inputs: list[torch.UntypedStorage] | None = None, cpu_too: bool = False):
+    def __init__(self, device: str, inputs: list[torch.UntypedStorage] | None = None, cpu_too: bool = False,
+                 max_bytes: int = MAX_BYTES):
         self.device = device
+        self.max_bytes = max_bytes              # all new storages together (the parent bounds replies by it)
         self.inputs = inputs or []
         self.cpu_too = cpu_too
         self.nodes = 0
@@ -160,13 +162,22 @@ class Decoder:
     def decode(self, body, fds: list[int]):
         if not isinstance(body, dict) or set(body) != {"tree", "storages"} or not isinstance(body["storages"], list):
             raise WireError("a data message must hold exactly 'tree' and 'storages'")
+        if len(body["storages"]) > MAX_NODES:
+            raise WireError("the data holds too many storages")
+        # Sizes are checked before anything is mapped or copied: a sparse file announcing gigabytes costs
+        # nothing to send and would cost the receiver that much memory.
+        announced = sum(_int(e.get("nbytes", 0), "a storage size", 0, MAX_BYTES) for e in body["storages"]
+                        if isinstance(e, dict) and "buffer" in e and "input" not in e)
+        if announced > self.max_bytes:
+            raise WireError(f"the data announces {announced} bytes, more than the {self.max_bytes} this reply "
+                            f"may hold")
         maps = [self._map(fd) for fd in fds]
         total, storages = 0, []
         for i, entry in enumerate(body["storages"]):
             storage, nbytes = self._storage(entry, maps)
             total += nbytes
-            if total > MAX_BYTES:
-                raise WireError(f"the data is larger than {MAX_BYTES} bytes")
+            if total > self.max_bytes + sum(s.nbytes() for s in self.inputs):
+                raise WireError(f"the data is larger than {self.max_bytes} bytes")
             storages.append(storage)
         self.storage_pointers = [s.data_ptr() if s.nbytes() else -1 for s in storages]
         self.storages = storages

@@ -36,6 +36,9 @@ class Source:
     extension: str | None = None                     # load_inline's name: built with torch's defines
 
 
+MAX_SOURCE_CHARS = 64 << 20      # a constant string longer than this is not a CUDA source
+
+
 def _value(node, known: dict):
     """The value of a constant expression: str, list of str or bool (literals, known names, `+`, lists,
     `a or b`, list()/tuple(), "sep".join(...)); None when it is only known at run time."""
@@ -46,7 +49,8 @@ def _value(node, known: dict):
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _value(node.left, known), _value(node.right, known)
         if isinstance(left, str) and isinstance(right, str) or isinstance(left, list) and isinstance(right, list):
-            return left + right
+            # A name added to itself over and over doubles each time: past any real source, it is not one.
+            return left + right if len(left) + len(right) <= MAX_SOURCE_CHARS else None
         return None
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_value(item, known) for item in node.elts]
@@ -193,9 +197,15 @@ def find_sources(path: str) -> list[Source]:
         text = open(path).read()
         return [Source(os.path.splitext(os.path.basename(path))[0], text, targets=implied_targets(text))]
     try:
-        tree = ast.parse(open(path).read(), filename=path)
+        return _find_in_python(path)
     except SyntaxError as error:
         raise CompileError(f"{path} is not valid Python: line {error.lineno}: {error.msg}") from None
+    except (RecursionError, MemoryError):
+        raise CompileError(f"{path} is nested too deeply (or too large) to read its CUDA sources") from None
+
+
+def _find_in_python(path: str) -> list[Source]:
+    tree = ast.parse(open(path).read(), filename=path)
     module = _constants(tree.body, {})
     env_archs = _env_arch_list(tree)
     folder = os.path.dirname(os.path.abspath(path))
