@@ -1,15 +1,15 @@
 """Timed inputs the worker cannot use before its window opens, and a digest proving its outputs existed when
 the window closed. Both sides of a timed window use it: arena/runner.py (parent) and arena/worker.py.
 
-The parent stages a window's inputs in the worker XOR-ed with a keystream drawn from a secret 63-bit key
-(torch's own generator on the storage's device: Philox on a GPU, Mersenne Twister on the CPU, so the parent and
-the worker draw the same bytes). Only the request that opens the window carries the key, so nothing the
+The parent stages a window's inputs in the worker with a keystream added to every 8-byte word (modulo 2**64),
+drawn from a secret 63-bit key by torch's own generator on the storage's device (Philox on a GPU, Mersenne
+Twister on the CPU, so the parent and the worker draw the same words; a storage's last 0-7 bytes past its
+whole words travel unmasked). Only the request that opens the window carries the key, so nothing the
 submission does before that request, with or without the harness, can compute a result: the parent's clock,
 started when it sends the key, covers all the work on the real inputs (docs/integrity.md).
 
-The digest is the sum of every output's bits, read as 32-bit words (bytes where a tensor's size is not a
-multiple of 4), in 64-bit integers: exact in any order, one read of each output, and impossible to give
-without the outputs themselves. The worker sends it when the window closes; the parent recomputes it on the
+The digest is the sum of every output's bits, read as 32-bit words, in 64-bit integers: exact in any order,
+one read of each output, and impossible to give without the outputs themselves. The worker sends it when the window closes; the parent recomputes it on the
 outputs it collects afterwards.
 """
 from __future__ import annotations
@@ -17,45 +17,54 @@ from __future__ import annotations
 import torch
 
 KEY_BITS = 63
-MAX_DIGESTS = 4096          # tensors in one window's outputs that the parent accepts a digest for
+MAX_DIGESTS = 16            # integers in one digest (one per device the outputs live on)
 
 
-def _byte_view(storage: torch.UntypedStorage) -> torch.Tensor:
-    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, 0, (storage.nbytes(),), (1,))
+def _word_view(storage: torch.UntypedStorage) -> torch.Tensor:
+    """The storage's whole 8-byte words as int64 (a tail of up to 7 bytes stays as it is)."""
+    words = storage.nbytes() // 8
+    return torch.empty(0, dtype=torch.int64, device=storage.device).set_(storage, 0, (words,), (1,))
 
 
-def xor_keystream_(storages: list[torch.UntypedStorage], key: int) -> None:
-    """XOR every storage, in order, with the keystream of `key` (in place; applying it twice restores the
-    bytes). One generator per device, seeded with the key: storage i gets the bytes that follow storage i-1's
-    on its device, so no two storages share keystream bytes."""
-    generators: dict[str, torch.Generator] = {}
-    for storage in storages:
-        size = storage.nbytes()
-        if not size:
-            continue
-        device = storage.device
-        generator = generators.get(str(device))
-        if generator is None:
-            generator = generators[str(device)] = torch.Generator(device=device)
+class Keystream:
+    """The storages of one window with everything unmasking them needs, prepared when they are staged, so that
+    the window itself pays for two operations per device: drawing the keystream and one multi-tensor
+    subtraction (a Python loop over every storage cost milliseconds of host time, and its jitter)."""
+
+    def __init__(self, storages: list[torch.UntypedStorage]):
+        groups: dict[str, list[torch.Tensor]] = {}
+        for storage in storages:
+            if storage.nbytes() >= 8:
+                groups.setdefault(str(storage.device), []).append(_word_view(storage))
+        self.groups = []
+        for device, views in groups.items():
+            stream = torch.empty(sum(v.numel() for v in views), dtype=torch.int64, device=device)
+            slices, at = [], 0
+            for view in views:
+                slices.append(stream[at:at + view.numel()])
+                at += view.numel()
+            self.groups.append((device, views, stream, slices))
+
+    def apply(self, key: int, unmask: bool):
+        """Add (mask) or subtract (unmask) the keystream of `key`, modulo 2**64, in place."""
+        for device, views, stream, slices in self.groups:
+            generator = torch.Generator(device=device)
             generator.manual_seed(key)
-        data = _byte_view(storage)
-        body = size // 8 * 8
-        if body:
-            stream = torch.empty(body // 8, dtype=torch.int64, device=device).random_(-2**63, None,
-                                                                                   generator=generator)
-            data[:body].view(torch.int64).bitwise_xor_(stream)
-        if size > body:
-            tail = torch.empty(size - body, dtype=torch.int64, device=device).random_(0, 256, generator=generator)
-            data[body:].bitwise_xor_(tail.to(torch.uint8))
+            stream.random_(-2**63, None, generator=generator)
+            (torch._foreach_sub_ if unmask else torch._foreach_add_)(views, slices)
 
 
 def digest(tensors: list[torch.Tensor]) -> list[int]:
-    """One integer per tensor: the sum of its bits as 32-bit words (or bytes), in int64."""
-    sums = []
+    """One integer per device: the sum, in int64, of the 32-bit words of every tensor's bytes laid end to end
+    (padded to a whole word). Two operations per device whatever the number of tensors."""
+    by_device: dict[str, list[torch.Tensor]] = {}
     for t in tensors:
-        flat = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        words = flat.view(torch.int32) if flat.numel() % 4 == 0 else flat
-        sums.append(words.sum(dtype=torch.int64))
+        by_device.setdefault(str(t.device), []).append(t.detach().reshape(-1).view(torch.uint8))
+    sums = []
+    for device, parts in sorted(by_device.items()):
+        flat = torch.cat(parts + [torch.zeros((-sum(p.numel() for p in parts)) % 4, dtype=torch.uint8,
+                                              device=device)])
+        sums.append(flat.view(torch.int32).sum(dtype=torch.int64))
     return [int(s) for s in sums]       # one synchronization, after every sum is enqueued
 
 

@@ -19,7 +19,7 @@ from arena.checking import ReferenceCheck
 from arena.progress import Silent
 from arena.nested import tensors_in
 from arena.results import CaseResult
-from arena.parent_clock import ClockFloor, window_spin_us
+from arena.parent_clock import ClockFloor, SpinSizer, window_spin_us
 from arena.runner import Reply, Window, Worker, WorkerFailure
 from arena.specs import Case
 
@@ -98,6 +98,7 @@ class Evaluator:
         self.limits = limits
         self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
         self._clean_staged = False
+        self.spin_sizer = SpinSizer()             # the GPU's work ahead of each window (arena/parent_clock.py)
         self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
@@ -290,8 +291,8 @@ class Evaluator:
             spent = {"generate": 0.0, "worker": 0.0, "check": 0.0}     # where the case's wall time went (s)
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
-            # One uncounted call first: the warm-up, and the reported time the first counted wait is sized by.
-            per_call_ns, warm = None, True
+            # One uncounted call first: the warm-up, and the host time the first counted wait is sized by.
+            host_ns, warm = None, True
             while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
                                                                 limits.max_runs, limits.max_wall):
                 # Competition: one window is one sample of N distinct inputs, each fresh (a cached result
@@ -303,7 +304,8 @@ class Evaluator:
                 labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
                     [f"warm-up call {i}" for i in range(size)]
                 spent["generate"] += time.perf_counter() - mark
-                spin = window_spin_us(None if per_call_ns is None else per_call_ns * (size if together else 1))
+                spin_us = window_spin_us(host_ns, size if together else 1)
+                spin = self.spin_sizer.size(spin_us) if self.device == "cuda" else 0
                 window = self._window(originals, result, together, spin)
                 clean = self._clean_window(originals, together, spin, window.outputs)
                 spent["worker"] += (window.span_ns + clean.span_ns) / 1e9
@@ -312,7 +314,7 @@ class Evaluator:
                     raise WorkerFailure(f"the worker answered {len(times)} times and {len(window.outputs)} outputs "
                                         f"for {size} timed calls", replace=True)
                 reported = times[0] * size if together else sum(times)
-                per_call_ns = reported / size
+                host_ns = window.fields.get("host_ns")
                 mark = time.perf_counter()
                 verified = self._verify(labels, window, originals, result, first=warm or windows == 0)
                 spent["check"] += time.perf_counter() - mark
@@ -373,11 +375,10 @@ class Evaluator:
             self.clean.start()
         return self.clean
 
-    def _window(self, originals: list, result, together: bool, spin_us: float) -> Window:
+    def _window(self, originals: list, result, together: bool, spin: int) -> Window:
         """One timed window of the submission (arena/runner.py Worker.time_window)."""
         try:
-            window = self.worker.time_window(originals, self.timeout(originals), together=together,
-                                             spin_us=spin_us)
+            window = self.worker.time_window(originals, self.timeout(originals), together=together, spin=spin)
         except WorkerFailure as failure:
             self._hung = self._hung or failure.hang
             if failure.replace:
@@ -390,7 +391,7 @@ class Evaluator:
             result.output = (result.output + "\n" + window.output_text).strip()[-sandbox.OUTPUT_CAP:]
         return window
 
-    def _clean_window(self, originals: list, together: bool, spin_us: float, outputs: list) -> Window:
+    def _clean_window(self, originals: list, together: bool, spin: int, outputs: list) -> Window:
         """The same window in the clean worker around an empty call, digesting as many bytes as the
         submission's outputs: the parent's clock baseline (arena/parent_clock.py). Its inputs are staged once
         per case (it computes nothing from them)."""
@@ -398,7 +399,7 @@ class Evaluator:
         sizes = [t.numel() * t.element_size() for o in outputs for _, t in tensors_in(o)]
         restage = not self._clean_staged or clean.staged is None or len(clean.staged) != len(originals)
         self._clean_staged = True
-        return clean.time_window(originals, self.timeout(originals), together=together, spin_us=spin_us,
+        return clean.time_window(originals, self.timeout(originals), together=together, spin=spin,
                                  empty=True, digest_sizes=sizes, restage=restage)
 
     def _verify(self, labels: list, reply: Reply | Window, originals: list, result, first: bool = True) -> bool:

@@ -3,11 +3,11 @@
 Each timed window is bracketed by the parent: from sending the key that unmasks its inputs to reading the
 worker's times and its outputs' digest (arena/runner.py Worker.time_window). Right after it, a clean worker
 (one that never imported the submission) runs the same window around an empty call: the same inputs unmasked,
-the same L2 flush and GPU-side wait, the same digest, the same messages. What the submission's window took
+the same L2 flush and work ahead of the window, the same digest, the same messages. What the submission's window took
 beyond the clean one is the work of its calls, measured where the submission cannot reach: the worker's
 reported times may refine that figure, never undercut it by more than the tolerance below.
 
-Used by arena/modes.py; standard library only.
+Used by arena/modes.py; standard library only at import (torch where the GPU is measured).
 """
 from __future__ import annotations
 
@@ -21,16 +21,48 @@ TOLERANCE = {"cuda": 0.10, "cpu": 0.50}
 # few microseconds (gemv: one call per window) cannot average away.
 SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 2e6}
 
-SPIN_FLOOR_US = 20.0        # the GPU-side wait before each window, at least
-SPIN_SHARE = 0.10           # plus this share of the previous window's reported time
+SPIN_FLOOR_US = 20.0        # the GPU's work ahead of each window, at least
+SPIN_HOST_FACTOR = 1.5      # else this many times the host's time to enqueue the window's calls
+SPIN_CAP_US = 50_000.0      # and at most this (the competition's 62.5 GiB randn flush takes ~37 ms)
 
 
-def window_spin_us(previous_window_ns: float | None) -> float:
-    """The GPU-side wait the parent grants before a window: long enough for the host to enqueue the first
-    calls behind it. The GPU is idle meanwhile, so work on another stream could run there unseen by the
-    events: the wait is a share of the previous window's *reported* time, so claiming a longer window to get
-    more of it ranks the submission worse by more than it gains."""
-    return SPIN_FLOOR_US + SPIN_SHARE * max(previous_window_ns or 0.0, 0.0) / 1e3
+def window_spin_us(host_ns_per_call: float | None, calls: int) -> float:
+    """How long the GPU works ahead of a window: long enough for the host to enqueue its calls behind that
+    work (from the host time per call the worker reported for its previous window), so the events time the GPU
+    alone, as the competition's harness does behind its long flush. The worker's claim cannot buy it time: the
+    wait is a matrix product in both workers (arena/timing.py busy_spin), not an idle GPU, so work of its own
+    on another stream meanwhile lengthens it and the parent's clock sees that."""
+    host_us = max(host_ns_per_call or 0.0, 0.0) / 1e3
+    return min(SPIN_FLOOR_US + SPIN_HOST_FACTOR * host_us * calls, SPIN_CAP_US)
+
+
+class SpinSizer:
+    """Turns a wait in microseconds into the size of the bf16 matrix product that takes that long on this GPU,
+    from the parent's own measurement of the product's rate (once per run)."""
+
+    def __init__(self):
+        self.flop_per_us: float | None = None
+
+    def size(self, spin_us: float) -> int:
+        if self.flop_per_us is None:
+            self.flop_per_us = _bf16_flop_per_us()
+        edge = (max(spin_us, 0.0) * self.flop_per_us / 2) ** (1 / 3)
+        return max(128, int(round(edge / 128)) * 128)
+
+
+def _bf16_flop_per_us(edge: int = 4096) -> float:
+    import torch
+    a = torch.ones(edge, edge, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty_like(a)
+    times = []
+    for _ in range(6):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.mm(a, a, out=out)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return 2 * edge**3 / sorted(times[1:])[len(times[1:]) // 2]
 
 
 @dataclass

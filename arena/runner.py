@@ -218,13 +218,13 @@ class Worker:
         if self.device == "cuda":
             sent = copy_storages(inputs)          # ours: outputs written into a sent storage are rebuilt here
             if mask_key is not None:
-                masking.xor_keystream_(tensorwire.distinct_storages(sent), mask_key)
+                masking.Keystream(tensorwire.distinct_storages(sent)).apply(mask_key, unmask=False)
             body, fds = tensorwire.encode(sent)   # staged through shared memory (tensorwire: no CUDA IPC)
             return body, fds, sent
         body, fds = tensorwire.encode(inputs)          # CPU: the copy is the shared-memory file itself
         mine = tensorwire.Decoder("cpu").decode(body, [os.dup(fd) for fd in fds])
         if mask_key is not None:                       # masked in the shared file; the worker unmasks it there
-            masking.xor_keystream_(tensorwire.distinct_storages(mine), mask_key)
+            masking.Keystream(tensorwire.distinct_storages(mine)).apply(mask_key, unmask=False)
         return body, fds, mine
 
     def _exchange(self, request: Request, inputs: list, timeout: float, doing: str,
@@ -282,7 +282,7 @@ class Worker:
         for key in REPLY_NUMBER_LISTS:
             if key in reply:
                 fields[key] = _numbers(reply[key], key)
-        for key in ("sync_ns", "threads"):
+        for key in ("sync_ns", "threads", "host_ns"):
             if isinstance(reply.get(key), (int, float)) and not isinstance(reply.get(key), bool):
                 number = float(reply[key])
                 if not (math.isfinite(number) and 0 <= number <= MAX_REPORTED_NS):
@@ -304,7 +304,7 @@ class Worker:
             self.start()
         return self._exchange(Request(op, args), inputs, timeout, f"running custom_kernel ({op})")
 
-    def time_window(self, inputs: list, timeout: float, *, together: bool, spin_us: float, empty: bool = False,
+    def time_window(self, inputs: list, timeout: float, *, together: bool, spin: int, empty: bool = False,
                     digest_sizes: list[int] | None = None, restage: bool = True) -> Window:
         """One timed window in three requests: stage the inputs masked, send the key ("go": the parent's clock
         runs from sending it to reading the times and the outputs' digest), collect the outputs and check
@@ -317,7 +317,7 @@ class Worker:
         if restage or self.staged is None:
             staged = self._exchange(Request("stage"), inputs, timeout, "staging the timed inputs", mask_key=key)
             self.staged = staged.sent
-        args = {"key": key, "together": together, "spin_us": float(spin_us),
+        args = {"key": key, "together": together, "spin": int(spin),
                 "empty": empty, "digest_sizes": list(digest_sizes or [])}
         went = self._exchange(Request("go", args), [], timeout,
                               "timing an empty call" if empty else "running custom_kernel (timed)")

@@ -5,9 +5,9 @@ Two methods (docs/timing.md):
   span between two events divided by N, as the competition's eval.py does for the task (N = 50 for gemm and
   dual gemm, 15 for group gemm, 1 for gemv). A fixed per-call latency is paid once per sample, not per call.
 - "per-call": one sample is one call alone on a fresh input with a cold L2.
-In both, before the timed window the harness enqueues an L2 flush (a write over 2x the real L2) and a GPU-side
-spin long enough for the host to enqueue the whole window behind it; the start event is recorded after the
-spin, so the GPU never waits for the host inside the timed window.
+In both, before the timed window the harness enqueues an L2 flush (a write over 2x the real L2) and a matrix
+product long enough for the host to enqueue the whole window behind it (arena/parent_clock.py sizes it); the
+start event is recorded after it, so the GPU never waits for the host inside the timed window.
 """
 from __future__ import annotations
 
@@ -33,20 +33,22 @@ def clear_l2_cache():
     l2_flush_buffer().zero_()
 
 
-def gpu_spin(microseconds: float):
-    """Keep the GPU busy for about `microseconds` so the host can enqueue work behind it."""
-    if microseconds > 0:
-        torch.cuda._sleep(int(microseconds * _cycles_per_us()))
+_spin_buffers: dict[int, tuple] = {}
 
 
-_clock_cache: list[float] = []
-
-
-def _cycles_per_us() -> float:
-    if not _clock_cache:
-        rate_khz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 0)
-        _clock_cache.append(rate_khz / 1000 if rate_khz else 1800.0)
-    return _clock_cache[0]
+def busy_spin(size: int):
+    """Keep the GPU working while the host enqueues the timed window: one size x size bf16 matrix product,
+    the parent's choice (arena/parent_clock.py spin_size). Work, not an idle wait: a submission's work on
+    another stream meanwhile would have to share the GPU with it and lengthen it, so the parent's clock
+    still sees that work (torch.cuda._sleep leaves the GPU idle, and anything could run there unseen)."""
+    if size <= 0:
+        return
+    if size not in _spin_buffers:
+        _spin_buffers.clear()                   # one size at a time: they can be large
+        a = torch.ones(size, size, dtype=torch.bfloat16, device="cuda")
+        _spin_buffers[size] = (a, a.clone(), torch.empty_like(a))
+    a, b, c = _spin_buffers[size]
+    torch.mm(a, b, out=c)
 
 
 @dataclass
@@ -83,38 +85,44 @@ def should_stop(samples_ns: list[float], wall_s: float, max_runs: int, max_wall_
     return stats.err / stats.mean < 0.001 or stats.mean * stats.runs > max_wall_s * 1e9
 
 
-def time_calls_gpu(fn, inputs: list, spin_us: float) -> tuple[list, list[float]]:
-    """Call fn(x) for each input with a cold L2; returns outputs and per-call GPU times in ns."""
+def time_calls_gpu(fn, inputs: list, spin: int) -> tuple[list, list[float], float]:
+    """Call fn(x) for each input with a cold L2; returns outputs, per-call GPU times in ns, and the longest
+    host time of a call (ns)."""
     flush = l2_flush_buffer()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in inputs]
-    outputs = []
+    outputs, host = [], 0.0
     torch.cuda.synchronize()
     for x, (start, end) in zip(inputs, events):
         flush.zero_()
-        gpu_spin(spin_us)
+        busy_spin(spin)
         start.record()
+        t0 = time.perf_counter_ns()
         outputs.append(fn(x))
+        host = max(host, float(time.perf_counter_ns() - t0))
         end.record()
     torch.cuda.synchronize()
-    return outputs, [start.elapsed_time(end) * 1e6 for start, end in events]
+    return outputs, [start.elapsed_time(end) * 1e6 for start, end in events], host
 
 
-def time_together_gpu(fn, inputs: list, spin_us: float, settle=None) -> tuple[list, list[float]]:
+def time_together_gpu(fn, inputs: list, spin: int, settle=None) -> tuple[list, list[float], float]:
     """The competition's method: one flush, then every input back to back between two events; returns the
-    outputs and one sample, the span divided by the number of calls (ns). `settle()` runs after the last
-    call, inside the window, before anything else of the harness (the worker's guard)."""
+    outputs, one sample (the span divided by the number of calls, ns) and the host's time per call enqueuing
+    them (ns). `settle()` runs after the last call, inside the window, before anything else of the harness
+    (the worker's guard)."""
     flush = l2_flush_buffer()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     flush.zero_()
-    gpu_spin(spin_us)
+    busy_spin(spin)
     start.record()
+    t0 = time.perf_counter_ns()
     outputs = [fn(x) for x in inputs]
+    host = float(time.perf_counter_ns() - t0) / max(len(inputs), 1)
     if settle:
         settle()
     end.record()
     torch.cuda.synchronize()
-    return outputs, [start.elapsed_time(end) * 1e6 / max(len(inputs), 1)]
+    return outputs, [start.elapsed_time(end) * 1e6 / max(len(inputs), 1)], host
 
 
 def time_together_wall(fn, inputs: list, sync, settle=None) -> tuple[list, list[float]]:

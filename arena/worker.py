@@ -90,7 +90,7 @@ class Session:
         self.keep_alive = collections.deque(maxlen=64)
         self.host_us = 0.0
         self.decoded_storages: list = []        # the storages of the request being served (set by serve)
-        self.staged = self.staged_storages = self.collected = None
+        self.staged = self.staged_storages = self.collected = self.keystream = None
         self.staged_pointers: dict = {}
         self.scratch, self.scratch_sizes = [], None
         import threading
@@ -156,11 +156,12 @@ class Session:
             self.torch.ones(1, device="cuda").add_(1)
             self.torch.cuda.synchronize()
 
-    def time(self, inputs: list, empty: bool = False, together: bool = False, spin_us: float = 0.0) -> dict:
+    def time(self, inputs: list, empty: bool = False, together: bool = False, spin: int = 0) -> dict:
         """Timed calls only (never mixed with untimed ones: work could be deferred to those). With `empty`,
         the same loop around a call that does nothing (the clean worker's window). With `together`, the
-        competition's method: all inputs back to back in one window, one sample. `spin_us`: the GPU-side
-        wait before each window, set by the parent (arena/modes.py window_spin_us)."""
+        competition's method: all inputs back to back in one window, one sample. `spin`: the size of the
+        matrix product the GPU works on ahead of each window while the host enqueues it, set by the parent
+        (arena/parent_clock.py). The reply's `host_ns`: the host's time per call enqueuing them."""
         from arena import timing
         if together:
             # The guard costs ~9 us of host time: after each call it would land in every call of a host-bound
@@ -168,26 +169,30 @@ class Session:
             # inside the window, it runs before the harness touches anything a call could have replaced.
             fn = (lambda data: None) if empty else self.back_to_back
             if self.device == "cuda":
-                outputs, times = timing.time_together_gpu(fn, inputs, spin_us, self.settle)
+                outputs, times, host = timing.time_together_gpu(fn, inputs, spin, self.settle)
             else:
                 outputs, times = timing.time_together_wall(fn, inputs, self._sync, self.settle)
+                host = times[0]
         else:
             fn = self.empty_call if empty else self.custom_kernel
             if self.device == "cuda":
-                outputs, times = timing.time_calls_gpu(fn, inputs, spin_us)
+                outputs, times, host = timing.time_calls_gpu(fn, inputs, spin)
             else:
                 outputs, times = timing.time_calls_wall(fn, inputs, self._sync)
-        return {"outputs": [] if empty else outputs, "times_ns": times}
+                host = max(times)
+        return {"outputs": [] if empty else outputs, "times_ns": times, "host_ns": host}
 
     def stage(self, inputs: list) -> dict:
         """Keep a timed window's inputs, still masked (arena/masking.py): nothing can be computed from them
         until `go` brings the key."""
+        from arena import masking
         self.staged, self.staged_storages = inputs, list(self.decoded_storages)
         self.staged_pointers = {s.data_ptr(): i for i, s in enumerate(self.staged_storages) if s.nbytes()}
+        self.keystream = masking.Keystream(self.staged_storages)
         self.collected = None
         return {"staged": len(inputs)}
 
-    def go(self, inputs: list, key: int = 0, together: bool = False, spin_us: float = 0.0, empty: bool = False,
+    def go(self, inputs: list, key: int = 0, together: bool = False, spin: int = 0, empty: bool = False,
            digest_sizes: list | None = None) -> dict:
         """The timed window on the staged inputs: unmask them with `key`, time the calls, and answer with the
         times and the digest of the outputs (they stay here until `collect`). The parent's clock runs from
@@ -196,11 +201,11 @@ class Session:
         from arena.nested import tensors_in
         if self.staged is None:
             raise RuntimeError("no staged inputs for this timed window")
-        masking.xor_keystream_(self.staged_storages, int(key))
-        reply = self.time(self.staged, empty=empty, together=together, spin_us=float(spin_us))
+        self.keystream.apply(int(key), unmask=True)
+        reply = self.time(self.staged, empty=empty, together=together, spin=int(spin))
         outputs = reply.pop("outputs")
         if empty:
-            sizes = [int(n) for n in (digest_sizes or [])][:masking.MAX_DIGESTS]
+            sizes = [int(n) for n in (digest_sizes or [])][:100_000]
             if self.scratch_sizes != sizes:
                 self.scratch, self.scratch_sizes = masking.scratch_for(sizes, self.device), sizes
             tensors = self.scratch
@@ -209,7 +214,8 @@ class Session:
         reply["digest"] = masking.digest(tensors)
         self.collected = outputs
         if not empty:
-            self.staged = None          # a window's inputs serve one window (the clean worker reuses its own)
+            self.staged = self.keystream = None     # a window's inputs serve one window (the clean worker
+                                                    # reuses its own)
         return reply
 
     def collect(self, inputs: list) -> dict:

@@ -53,6 +53,12 @@ CHECKS = [
           clean=True, serial=True),
     Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
           error=("timing cannot be trusted",), serial=True),
+    Check("code swap of Event.elapsed_time (reads a fifth)", exploit("code_swap_elapsed"), "leaderboard",
+          BENCH_SMALL, error=("timing cannot be trusted",), serial=True),
+    Check("window emptied (outputs computed before the timer)", exploit("window_emptied"), "leaderboard",
+          BENCH_SMALL, error=("timing cannot be trusted",), serial=True),
+    Check("channel takeover (every time forged to 1 us)", exploit("channel_hijack"), "leaderboard", BENCH_SMALL,
+          error=("timing cannot be trusted",), serial=True),
     Check("super-batch (one call computes the batch)", exploit("super_batch"), "leaderboard", BENCH_SMALL,
           error=("timing cannot be trusted",), serial=True, timing="per-call"),
     # (Under the competition's method a sample holds the whole batch, so a super-batch gains nothing there;

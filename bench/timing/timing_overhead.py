@@ -9,7 +9,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from arena import timing  # noqa: E402
+from arena import timing
+from arena.parent_clock import SpinSizer  # noqa: E402
 
 
 def event_median(enqueue, repeats=200) -> float:
@@ -28,17 +29,19 @@ def main():
     props = torch.cuda.get_device_properties(0)
     flush = timing.l2_flush_buffer()
     timing.clear_l2_cache()
+    sizer = SpinSizer()
     rows = [
         ("L2 flush: write of 2x L2", event_median(flush.zero_), f"{flush.numel() * 4 / 2**20:.0f} MiB"),
-        ("GPU wait asked for 20 us", event_median(lambda: timing.gpu_spin(20)), ""),
-        ("GPU wait asked for 100 us", event_median(lambda: timing.gpu_spin(100)), ""),
+        ("GPU work ahead, asked for 20 us", event_median(lambda: timing.busy_spin(sizer.size(20))), ""),
+        ("GPU work ahead, asked for 100 us", event_median(lambda: timing.busy_spin(sizer.size(100))), ""),
+        ("GPU work ahead, asked for 1000 us", event_median(lambda: timing.busy_spin(sizer.size(1000))), ""),
         ("empty timed window", event_median(lambda: None), ""),
     ]
 
     def behind_flush():           # what the timed window adds when it follows a flush and a wait
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         flush.zero_()
-        timing.gpu_spin(20)
+        timing.busy_spin(sizer.size(20))
         start.record()
         end.record()
         end.synchronize()
