@@ -43,6 +43,12 @@ class Keystream:
             for view in views:
                 slices.append(stream[at:at + view.numel()])
                 at += view.numel()
+            if stream.device.type == "cpu":
+                # Fault every page in now, for writing (the staged inputs are a fresh mapping of shared memory,
+                # the keystream fresh memory), so the window pays for arithmetic, not for the kernel's page
+                # faults, as the clean worker's reused buffers do not.
+                stream.zero_()
+                torch._foreach_add_(views, 0)
             self.groups.append((device, views, stream, slices))
 
     def apply(self, key: int, unmask: bool):
@@ -68,6 +74,18 @@ def digest(tensors: list[torch.Tensor]) -> list[int]:
     return [int(s) for s in sums]       # one synchronization, after every sum is enqueued
 
 
-def scratch_for(sizes: list[int], device: str) -> list[torch.Tensor]:
-    """Buffers of the given byte sizes, for a window that computes nothing but must digest as much."""
-    return [torch.zeros(int(n), dtype=torch.uint8, device=device) for n in sizes]
+def scratch_like(layouts: list, device: str) -> list[torch.Tensor]:
+    """Tensors laid out as another worker's outputs ([dtype name, shape, stride] each), for a window that
+    computes nothing but must digest as much, the same way (a strided output costs its digest a copy)."""
+    tensors = []
+    for dtype_name, shape, stride in layouts:
+        dtype = getattr(torch, str(dtype_name), None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"unknown dtype {str(dtype_name)[:40]!r}")
+        tensors.append(torch.empty_strided(tuple(shape), tuple(stride), dtype=dtype, device=device).zero_())
+    return tensors
+
+
+def layout_of(t: torch.Tensor) -> list:
+    """What scratch_like needs to lay out a tensor as `t` is."""
+    return [str(t.dtype).removeprefix("torch."), list(t.shape), list(t.stride())]

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from arena import gpustate, integrity, sandbox, timing
+from arena import gpustate, integrity, masking, sandbox, timing
 from arena.checking import ReferenceCheck
 from arena.progress import Silent
 from arena.nested import tensors_in
@@ -288,11 +288,15 @@ class Evaluator:
                              "calls_per_sample": limits.calls_per_sample if together else 1}
             samples, clean_samples, started, windows = [], [], time.perf_counter(), 0
             floor = ClockFloor(self.device)
-            spent = {"generate": 0.0, "worker": 0.0, "check": 0.0}     # where the case's wall time went (s)
+            # Where the case's wall time went (s): generating inputs, the timed windows of both workers on the
+            # parent's clock, staging and collecting (shared memory), checking.
+            spent = {"generate": 0.0, "worker": 0.0, "staging": 0.0, "check": 0.0}
+            phases = []
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
             # One uncounted call first: the warm-up, and the host time the first counted wait is sized by.
-            host_ns, warm = None, True
+            host_ns, gpu_ns, warm = None, None, True
+            self._clean_worker()                  # started before the clock of the case's budget runs
             while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
                                                                 limits.max_runs, limits.max_wall):
                 # Competition: one window is one sample of N distinct inputs, each fresh (a cached result
@@ -304,17 +308,19 @@ class Evaluator:
                 labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
                     [f"warm-up call {i}" for i in range(size)]
                 spent["generate"] += time.perf_counter() - mark
-                spin_us = window_spin_us(host_ns, size if together else 1)
+                spin_us = window_spin_us(host_ns, gpu_ns, size if together else 1)
                 spin = self.spin_sizer.size(spin_us) if self.device == "cuda" else 0
                 window = self._window(originals, result, together, spin)
                 clean = self._clean_window(originals, together, spin, window.outputs)
                 spent["worker"] += (window.span_ns + clean.span_ns) / 1e9
+                spent["staging"] += window.staging_ns / 1e9
+                phases.append((window.fields.get("phases_ns"), clean.fields.get("phases_ns")))
                 times = window.times_ns
                 if len(times) != (1 if together else size) or len(window.outputs) != size:
                     raise WorkerFailure(f"the worker answered {len(times)} times and {len(window.outputs)} outputs "
                                         f"for {size} timed calls", replace=True)
                 reported = times[0] * size if together else sum(times)
-                host_ns = window.fields.get("host_ns")
+                host_ns, gpu_ns = window.fields.get("host_ns"), reported / size
                 mark = time.perf_counter()
                 verified = self._verify(labels, window, originals, result, first=warm or windows == 0)
                 spent["check"] += time.perf_counter() - mark
@@ -341,6 +347,7 @@ class Evaluator:
             ordered = sorted(clean_samples) or [0.0]
             result.timing["empty_ns"] = [round(t, 1) for t in clean_samples[:16]]
             result.timing["parent_clock_ns_per_call"] = round(floor.per_call_ns(), 1)
+            result.timing["window_phases_us"] = median_phases(phases)
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": ordered[len(ordered) // 2]}
             clock = floor.problem()
@@ -393,14 +400,14 @@ class Evaluator:
 
     def _clean_window(self, originals: list, together: bool, spin: int, outputs: list) -> Window:
         """The same window in the clean worker around an empty call, digesting as many bytes as the
-        submission's outputs: the parent's clock baseline (arena/parent_clock.py). Its inputs are staged once
-        per case (it computes nothing from them)."""
+        submission's outputs, laid out as they are: the parent's clock baseline (arena/parent_clock.py). Its
+        inputs are staged once per case (it computes nothing from them)."""
         clean = self._clean_worker()
-        sizes = [t.numel() * t.element_size() for o in outputs for _, t in tensors_in(o)]
+        layouts = [masking.layout_of(t) for o in outputs for _, t in tensors_in(o)]
         restage = not self._clean_staged or clean.staged is None or len(clean.staged) != len(originals)
         self._clean_staged = True
         return clean.time_window(originals, self.timeout(originals), together=together, spin=spin,
-                                 empty=True, digest_sizes=sizes, restage=restage)
+                                 empty=True, digest_like=layouts, restage=restage)
 
     def _verify(self, labels: list, reply: Reply | Window, originals: list, result, first: bool = True) -> bool:
         """Audit every output of one request and check them: every one in a ranked run, else one the
@@ -446,6 +453,17 @@ def _batch_size(sample, device: str) -> int:
 
 
 _RANDOM = random.SystemRandom()
+
+
+def median_phases(phases: list) -> dict:
+    """The worker's own account of its windows (unmask, timed loop, digest; µs, the median of each), beside
+    the clean worker's: what explains a gap between the reported times and the parent's clock."""
+    shown = {}
+    for name, index in (("submission", 0), ("clean", 1)):
+        rows = [p[index] for p in phases if isinstance(p[index], list) and len(p[index]) == 3]
+        if rows:
+            shown[name] = [round(sorted(r[i] for r in rows)[len(rows) // 2] / 1e3, 1) for i in range(3)]
+    return shown
 
 
 def fresh_seed() -> int:

@@ -22,18 +22,22 @@ TOLERANCE = {"cuda": 0.10, "cpu": 0.50}
 SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 2e6}
 
 SPIN_FLOOR_US = 20.0        # the GPU's work ahead of each window, at least
-SPIN_HOST_FACTOR = 1.5      # else this many times the host's time to enqueue the window's calls
+SPIN_HOST_FACTOR = 1.2      # plus this many times the host's head start the window needs
 SPIN_CAP_US = 50_000.0      # and at most this (the competition's 62.5 GiB randn flush takes ~37 ms)
 
 
-def window_spin_us(host_ns_per_call: float | None, calls: int) -> float:
-    """How long the GPU works ahead of a window: long enough for the host to enqueue its calls behind that
-    work (from the host time per call the worker reported for its previous window), so the events time the GPU
-    alone, as the competition's harness does behind its long flush. The worker's claim cannot buy it time: the
-    wait is a matrix product in both workers (arena/timing.py busy_spin), not an idle GPU, so work of its own
-    on another stream meanwhile lengthens it and the parent's clock sees that."""
-    host_us = max(host_ns_per_call or 0.0, 0.0) / 1e3
-    return min(SPIN_FLOOR_US + SPIN_HOST_FACTOR * host_us * calls, SPIN_CAP_US)
+def window_spin_us(host_ns_per_call: float | None, gpu_ns_per_call: float | None, calls: int) -> float:
+    """How long the GPU works ahead of a window: long enough for the host to stay ahead of the GPU through the
+    window, so the events time the GPU alone, as the competition's harness does behind its long flush. The host
+    needs a head start of one call, or, where it enqueues a call slower than the GPU runs one, of the whole
+    difference over the window (from the host and GPU times per call the worker reported for its previous
+    window). The claim cannot buy the submission time: the wait is a matrix product in both workers
+    (arena/timing.py busy_spin), not an idle GPU, so its own work on another stream meanwhile lengthens it and
+    the parent's clock sees that."""
+    host = max(host_ns_per_call or 0.0, 0.0) / 1e3
+    gpu = max(gpu_ns_per_call or 0.0, 0.0) / 1e3
+    head_start = max(host, calls * (host - gpu))
+    return min(SPIN_FLOOR_US + SPIN_HOST_FACTOR * head_start, SPIN_CAP_US)
 
 
 class SpinSizer:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 OPS = ("run", "stage", "go", "collect", "wall", "profile")    # what a request may ask once the submission is imported
-REPLY_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns")
+REPLY_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns", "phases_ns")
 
 
 @dataclass

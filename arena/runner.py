@@ -89,8 +89,9 @@ class Window:
     span_ns: float                      # the parent's own clock: key sent to times and digest received
     outputs: list                       # the collected outputs (empty for a clean worker's window)
     sent: list                          # the parent's view of the staged inputs
-    fields: dict                        # the go reply's other fields (threads, digest)
+    fields: dict                        # the go reply's other fields (threads, digest, host_ns, phases_ns)
     output_text: str = ""               # what the worker printed meanwhile
+    staging_ns: float = 0.0             # the parent's clock: staging and collecting, outside the window
 
 
 MAX_REPORTED_NS = 3600e9                # no honest time of one call or window is longer than an hour
@@ -305,26 +306,27 @@ class Worker:
         return self._exchange(Request(op, args), inputs, timeout, f"running custom_kernel ({op})")
 
     def time_window(self, inputs: list, timeout: float, *, together: bool, spin: int, empty: bool = False,
-                    digest_sizes: list[int] | None = None, restage: bool = True) -> Window:
+                    digest_like: list | None = None, restage: bool = True) -> Window:
         """One timed window in three requests: stage the inputs masked, send the key ("go": the parent's clock
         runs from sending it to reading the times and the outputs' digest), collect the outputs and check
         them against the digest. `empty`: the clean worker's window (the same loop around a call that does
-        nothing, digesting scratch buffers of `digest_sizes` bytes); it may keep its staged inputs
+        nothing, digesting scratch tensors laid out as `digest_like` says); it may keep its staged inputs
         (`restage=False`) since it computes nothing from them."""
         if self.process is None:
             self.start()
         key = secrets.randbits(masking.KEY_BITS)
+        started = time.perf_counter_ns()
         if restage or self.staged is None:
-            staged = self._exchange(Request("stage"), inputs, timeout, "staging the timed inputs", mask_key=key)
+            staged = self._exchange(Request("stage", {"digest_like": digest_like or []}), inputs, timeout,
+                                    "staging the timed inputs", mask_key=key)
             self.staged = staged.sent
-        args = {"key": key, "together": together, "spin": int(spin),
-                "empty": empty, "digest_sizes": list(digest_sizes or [])}
+        args = {"key": key, "together": together, "spin": int(spin), "empty": empty}
         went = self._exchange(Request("go", args), [], timeout,
                               "timing an empty call" if empty else "running custom_kernel (timed)")
         digest = went.fields.get("digest", [])
         if empty:
             return Window(went.fields.get("times_ns", []), went.elapsed_ns, [], self.staged, went.fields,
-                          went.output_text)
+                          went.output_text, time.perf_counter_ns() - started - went.elapsed_ns)
         sent, self.staged = self.staged, None
         collected = self._exchange(Request("collect"), [], timeout, "collecting the timed outputs",
                                    sent=sent)
@@ -333,7 +335,8 @@ class Worker:
             raise WorkerFailure("the outputs collected after the timed window are not the ones it computed "
                                 "(their digest differs from the one sent when the window closed)", replace=True)
         return Window(went.fields.get("times_ns", []), went.elapsed_ns, collected.outputs, sent, went.fields,
-                      "\n".join(t for t in (went.output_text, collected.output_text) if t))
+                      "\n".join(t for t in (went.output_text, collected.output_text) if t),
+                      time.perf_counter_ns() - started - went.elapsed_ns)
 
     def stop(self):
         self.staged = None

@@ -2,7 +2,9 @@
 # The ranking's integrity on a machine of 4 GPUs, one check per GPU at once (each its own eval.py runs):
 #   GPU 0: the shipped kernel's benchmark (the parent's clock beside the reported mean), then the GPU exploit suite
 #   GPU 1: every timing forgery beside its honest control (ranked_check.py exploits)
-#   GPU 2, 3: honest leaderboard runs, the shipped kernel and the PyTorch reference alternating (HONEST_RUNS each)
+#   GPU 2, 3: honest leaderboard runs, the shipped kernel and the PyTorch reference alternating (HONEST_RUNS each);
+#            with SIDE_RUNS set, GPU 3 runs the shipped kernel under the competition's harness and ours instead
+#            (bench/timing/official_side_by_side.py; the official files in .official/, never committed)
 # Logs go to $OUT (default out/); the tables are printed at the end. On fewer GPUs the checks share GPU 0.
 set -u
 cd "$(dirname "$0")/../.."
@@ -19,8 +21,14 @@ python3 eval.py test -q >/dev/null 2>&1            # builds the shipped kernel o
 ( CUDA_VISIBLE_DEVICES=$(gpu 1) python3 bench/integrity/ranked_check.py exploits > "$OUT/forgeries.log" 2>&1 ) &
 ( CUDA_VISIBLE_DEVICES=$(gpu 2) python3 bench/integrity/ranked_check.py honest --runs "${HONEST_RUNS:-10}" \
     --json "$OUT/honest_a.json" > "$OUT/honest_a.log" 2>&1 ) &
-( CUDA_VISIBLE_DEVICES=$(gpu 3) python3 bench/integrity/ranked_check.py honest --runs "${HONEST_RUNS:-10}" \
-    --first 1 --json "$OUT/honest_b.json" > "$OUT/honest_b.log" 2>&1 ) &
+if [ -n "${SIDE_RUNS:-}" ]; then     # GPU 3: the shipped kernel under the competition's harness and ours instead
+    ( CUDA_VISIBLE_DEVICES=$(gpu 3) timeout 540 python3 bench/timing/official_side_by_side.py --official-eval \
+        .official/eval_better_bench.py --runs "$SIDE_RUNS" --json "$OUT/side_kernel.json" submission.py \
+        > "$OUT/honest_b.log" 2>&1 ) &
+else
+    ( CUDA_VISIBLE_DEVICES=$(gpu 3) python3 bench/integrity/ranked_check.py honest --runs "${HONEST_RUNS:-10}" \
+        --first 1 --json "$OUT/honest_b.json" > "$OUT/honest_b.log" 2>&1 ) &
+fi
 wait
 python3 - "$OUT/kernel_bench.json" <<'PY'
 import json, sys
