@@ -63,6 +63,11 @@ class Keystream:
 def digest(tensors: list[torch.Tensor]) -> list[int]:
     """One integer per device: the sum, in int64, of the 32-bit words of every tensor's bytes laid end to end
     (padded to a whole word). Two operations per device whatever the number of tensors."""
+    return [int(s) for s in digest_enqueue(tensors)]
+
+
+def digest_enqueue(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """digest's sums as 0-dimensional tensors, enqueued and not yet read (reading one waits for the GPU)."""
     by_device: dict[str, list[torch.Tensor]] = {}
     for t in tensors:
         by_device.setdefault(str(t.device), []).append(t.detach().reshape(-1).view(torch.uint8))
@@ -71,7 +76,7 @@ def digest(tensors: list[torch.Tensor]) -> list[int]:
         flat = torch.cat(parts + [torch.zeros((-sum(p.numel() for p in parts)) % 4, dtype=torch.uint8,
                                               device=device)])
         sums.append(flat.view(torch.int32).sum(dtype=torch.int64))
-    return [int(s) for s in sums]       # one synchronization, after every sum is enqueued
+    return sums
 
 
 def scratch_like(layouts: list, device: str) -> list[torch.Tensor]:

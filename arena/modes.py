@@ -295,7 +295,7 @@ class Evaluator:
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
             # One uncounted call first: the warm-up, and the host time the first counted wait is sized by.
-            host_ns, gpu_ns, warm = None, None, True
+            host_ns, host_calls, warm = None, 1, True
             self._clean_worker()                  # started before the clock of the case's budget runs
             while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
                                                                 limits.max_runs, limits.max_wall):
@@ -308,7 +308,7 @@ class Evaluator:
                 labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
                     [f"warm-up call {i}" for i in range(size)]
                 spent["generate"] += time.perf_counter() - mark
-                spin_us = window_spin_us(host_ns, gpu_ns, size if together else 1)
+                spin_us = window_spin_us(host_ns, host_calls, size, together)
                 spin = self.spin_sizer.size(spin_us) if self.device == "cuda" else 0
                 window = self._window(originals, result, together, spin)
                 clean = self._clean_window(originals, together, spin, window.outputs)
@@ -320,7 +320,7 @@ class Evaluator:
                     raise WorkerFailure(f"the worker answered {len(times)} times and {len(window.outputs)} outputs "
                                         f"for {size} timed calls", replace=True)
                 reported = times[0] * size if together else sum(times)
-                host_ns, gpu_ns = window.fields.get("host_ns"), reported / size
+                host_ns, host_calls = window.fields.get("host_ns"), size
                 mark = time.perf_counter()
                 verified = self._verify(labels, window, originals, result, first=warm or windows == 0)
                 spent["check"] += time.perf_counter() - mark
@@ -347,6 +347,7 @@ class Evaluator:
             ordered = sorted(clean_samples) or [0.0]
             result.timing["empty_ns"] = [round(t, 1) for t in clean_samples[:16]]
             result.timing["parent_clock_ns_per_call"] = round(floor.per_call_ns(), 1)
+            result.timing["parent_clock_bound"] = round(floor.bound_share(), 4)
             result.timing["window_phases_us"] = median_phases(phases)
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": ordered[len(ordered) // 2]}
@@ -456,13 +457,14 @@ _RANDOM = random.SystemRandom()
 
 
 def median_phases(phases: list) -> dict:
-    """The worker's own account of its windows (unmask, timed loop, digest; µs, the median of each), beside
-    the clean worker's: what explains a gap between the reported times and the parent's clock."""
+    """The worker's own account of its windows (the timed loop with its synchronizations, reading the digest;
+    µs, the median of each), beside the clean worker's: what explains a gap between the reported times and the
+    parent's clock."""
     shown = {}
     for name, index in (("submission", 0), ("clean", 1)):
-        rows = [p[index] for p in phases if isinstance(p[index], list) and len(p[index]) == 3]
+        rows = [p[index] for p in phases if isinstance(p[index], list) and len(p[index]) == 2]
         if rows:
-            shown[name] = [round(sorted(r[i] for r in rows)[len(rows) // 2] / 1e3, 1) for i in range(3)]
+            shown[name] = [round(sorted(r[i] for r in rows)[len(rows) // 2] / 1e3, 1) for i in range(2)]
     return shown
 
 

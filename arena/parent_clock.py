@@ -11,7 +11,9 @@ Used by arena/modes.py; standard library only at import (torch where the GPU is 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from dataclasses import dataclass, field
 
 # A reported total may fall this far below the parent's floor before the timing is refused: a forged time
 # ranks at most this much below what the parent's clock saw (the honest spread on an H100 is in
@@ -20,23 +22,24 @@ TOLERANCE = {"cuda": 0.10, "cpu": 0.50}
 # Plus this much per window (ns): the jitter of two socket round trips and a synchronize, which a window of a
 # few microseconds (gemv: one call per window) cannot average away.
 SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 2e6}
+# Plus this many standard deviations of the floor's own noise, measured on the clean worker's windows (a GPU's
+# windows are short beside a busy host's jitter; the CPU's tolerance is wide enough as it is).
+NOISE_SIGMAS = {"cuda": 3.0, "cpu": 0.0}
 
 SPIN_FLOOR_US = 20.0        # the GPU's work ahead of each window, at least
-SPIN_HOST_FACTOR = 1.2      # plus this many times the host's head start the window needs
+SPIN_HOST_FACTOR = 1.5      # plus this many times the host's time to enqueue the window behind it
 SPIN_CAP_US = 50_000.0      # and at most this (the competition's 62.5 GiB randn flush takes ~37 ms)
 
 
-def window_spin_us(host_ns_per_call: float | None, gpu_ns_per_call: float | None, calls: int) -> float:
-    """How long the GPU works ahead of a window: long enough for the host to stay ahead of the GPU through the
-    window, so the events time the GPU alone, as the competition's harness does behind its long flush. The host
-    needs a head start of one call, or, where it enqueues a call slower than the GPU runs one, of the whole
-    difference over the window (from the host and GPU times per call the worker reported for its previous
-    window). The claim cannot buy the submission time: the wait is a matrix product in both workers
-    (arena/timing.py busy_spin), not an idle GPU, so its own work on another stream meanwhile lengthens it and
-    the parent's clock sees that."""
-    host = max(host_ns_per_call or 0.0, 0.0) / 1e3
-    gpu = max(gpu_ns_per_call or 0.0, 0.0) / 1e3
-    head_start = max(host, calls * (host - gpu))
+def window_spin_us(host_ns: float | None, calls_before: int, calls: int, together: bool) -> float:
+    """How long the GPU works ahead of a window (ahead of each call, per call): long enough for the host to
+    enqueue the window behind that work, so the events time the GPU alone, as the competition's harness does
+    behind its long flush. `host_ns`: the host's time enqueuing the previous window of `calls_before` calls, as
+    the worker reported it. The claim cannot buy the submission time: the wait is a matrix product in both
+    workers (arena/timing.py busy_spin), not an idle GPU, so its own work on another stream meanwhile
+    lengthens it and the parent's clock sees that."""
+    per_call_us = max(host_ns or 0.0, 0.0) / 1e3 / max(calls_before, 1)
+    head_start = per_call_us * (calls if together else 1)
     return min(SPIN_FLOOR_US + SPIN_HOST_FACTOR * head_start, SPIN_CAP_US)
 
 
@@ -78,6 +81,7 @@ class ClockFloor:
     span_ns: float = 0.0        # the submission's windows, on the parent's clock
     clean_ns: float = 0.0       # the clean worker's matching windows, on the parent's clock
     reported_ns: float = 0.0    # the time of every call, as the worker reported it
+    clean_spans: list = field(default_factory=list)     # each clean window, for the clock's own noise
 
     def add(self, calls: int, span_ns: float, clean_ns: float, reported_ns: float):
         self.calls += calls
@@ -85,19 +89,36 @@ class ClockFloor:
         self.span_ns += span_ns
         self.clean_ns += clean_ns
         self.reported_ns += reported_ns
+        self.clean_spans.append(clean_ns)
 
     def per_call_ns(self) -> float:
         """What each call cost beyond an empty call, on the parent's clock."""
         return max(self.span_ns - self.clean_ns, 0.0) / max(self.calls, 1)
 
-    def problem(self) -> str:
-        """One line when the reported times undercut the parent's floor by more than the tolerance."""
-        if not self.calls:
-            return ""
+    def allowance_ns(self) -> float:
+        """How far below the parent's floor (summed over the case) the reported total may fall: the tolerance,
+        the fixed slack per window, and three standard deviations of the floor's own noise (the spread of the
+        clean worker's windows, for the difference of two such windows, summed over the case)."""
         tolerance = TOLERANCE.get(self.device, TOLERANCE["cpu"])
         slack = SLACK_PER_WINDOW_NS.get(self.device, SLACK_PER_WINDOW_NS["cpu"]) * self.windows
+        noise = 0.0
+        sigmas = NOISE_SIGMAS.get(self.device, 0.0)
+        if sigmas and len(self.clean_spans) >= 2:
+            noise = sigmas * statistics.stdev(self.clean_spans) * math.sqrt(2 * len(self.clean_spans))
+        return tolerance * max(self.span_ns - self.clean_ns, 0.0) + slack + noise
+
+    def bound_share(self) -> float:
+        """The allowance as a share of the parent's floor: how much better than the parent's clock a forged
+        time could rank in this case (reported in the JSON beside the figure)."""
         floor = max(self.span_ns - self.clean_ns, 0.0)
-        if self.reported_ns >= (1 - tolerance) * floor - slack:
+        return self.allowance_ns() / floor if floor else 1.0
+
+    def problem(self) -> str:
+        """One line when the reported times undercut the parent's floor by more than the allowance."""
+        if not self.calls:
+            return ""
+        floor = max(self.span_ns - self.clean_ns, 0.0)
+        if self.reported_ns >= floor - self.allowance_ns():
             return ""
         return (f"the worker reported {self.reported_ns / self.calls / 1e3:.2f} us per call, but the evaluator's "
                 f"own clock saw {self.per_call_ns() / 1e3:.2f} us per call beyond an empty call in a clean worker "

@@ -85,60 +85,78 @@ def should_stop(samples_ns: list[float], wall_s: float, max_runs: int, max_wall_
     return stats.err / stats.mean < 0.001 or stats.mean * stats.runs > max_wall_s * 1e9
 
 
-def time_calls_gpu(fn, inputs: list, spin: int) -> tuple[list, list[float], float]:
-    """Call fn(x) for each input with a cold L2; returns outputs, per-call GPU times in ns, and the longest
-    host time of a call (ns)."""
+def time_calls_gpu(fn, inputs: list, spin: int, prepare=None, finish=None) -> tuple[list, list[float], float]:
+    """Call fn(x) for each input with a cold L2; returns outputs, per-call GPU times in ns, and the host's time
+    from the first work ahead to the last call enqueued (ns). `prepare()` is enqueued behind the first work
+    ahead (the unmasking of the inputs), `finish(outputs)` behind the last call (their digest): the host work
+    of both overlaps the GPU's."""
     flush = l2_flush_buffer()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in inputs]
-    outputs, host = [], 0.0
+    outputs = []
     torch.cuda.synchronize()
-    for x, (start, end) in zip(inputs, events):
-        flush.zero_()
+    t0 = time.perf_counter_ns()
+    for i, (x, (start, end)) in enumerate(zip(inputs, events)):
         busy_spin(spin)
+        if i == 0 and prepare:
+            prepare()
+        flush.zero_()
         start.record()
-        t0 = time.perf_counter_ns()
         outputs.append(fn(x))
-        host = max(host, float(time.perf_counter_ns() - t0))
         end.record()
+    host = float(time.perf_counter_ns() - t0)
+    if finish:
+        finish(outputs)
     torch.cuda.synchronize()
     return outputs, [start.elapsed_time(end) * 1e6 for start, end in events], host
 
 
-def time_together_gpu(fn, inputs: list, spin: int, settle=None) -> tuple[list, list[float], float]:
+def time_together_gpu(fn, inputs: list, spin: int, settle=None, prepare=None,
+                      finish=None) -> tuple[list, list[float], float]:
     """The competition's method: one flush, then every input back to back between two events; returns the
-    outputs, one sample (the span divided by the number of calls, ns) and the host's time per call enqueuing
-    them (ns). `settle()` runs after the last call, inside the window, before anything else of the harness
-    (the worker's guard)."""
+    outputs, one sample (the span divided by the number of calls, ns) and the host's time from the work ahead
+    to the last call enqueued (ns). `settle()` runs after the last call, inside the window, before anything
+    else of the harness (the worker's guard); `prepare` and `finish` as in time_calls_gpu."""
     flush = l2_flush_buffer()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
-    flush.zero_()
-    busy_spin(spin)
-    start.record()
     t0 = time.perf_counter_ns()
+    busy_spin(spin)
+    if prepare:
+        prepare()
+    flush.zero_()
+    start.record()
     outputs = [fn(x) for x in inputs]
-    host = float(time.perf_counter_ns() - t0) / max(len(inputs), 1)
+    host = float(time.perf_counter_ns() - t0)
     if settle:
         settle()
     end.record()
+    if finish:
+        finish(outputs)
     torch.cuda.synchronize()
     return outputs, [start.elapsed_time(end) * 1e6 / max(len(inputs), 1)], host
 
 
-def time_together_wall(fn, inputs: list, sync, settle=None) -> tuple[list, list[float]]:
+def time_together_wall(fn, inputs: list, sync, settle=None, prepare=None, finish=None) -> tuple[list, list[float]]:
     """The competition's method on the CPU: every input back to back between two synchronized clock reads
-    (`settle()` as in time_together_gpu)."""
+    (`settle()` as in time_together_gpu; `prepare()` before the clock starts, `finish(outputs)` after it stops)."""
+    if prepare:
+        prepare()
     sync()
     t0 = time.perf_counter_ns()
     outputs = [fn(x) for x in inputs]
     if settle:
         settle()
     sync()
-    return outputs, [float(time.perf_counter_ns() - t0) / max(len(inputs), 1)]
+    elapsed = float(time.perf_counter_ns() - t0)
+    if finish:
+        finish(outputs)
+    return outputs, [elapsed / max(len(inputs), 1)]
 
 
-def time_calls_wall(fn, inputs: list, sync) -> tuple[list, list[float]]:
+def time_calls_wall(fn, inputs: list, sync, prepare=None, finish=None) -> tuple[list, list[float]]:
     """Call fn(x) for each input, timing each call from a synchronized start to a synchronized end (ns)."""
+    if prepare:
+        prepare()
     outputs, times = [], []
     for x in inputs:
         sync()
@@ -146,4 +164,6 @@ def time_calls_wall(fn, inputs: list, sync) -> tuple[list, list[float]]:
         outputs.append(fn(x))
         sync()
         times.append(float(time.perf_counter_ns() - t0))
+    if finish:
+        finish(outputs)
     return outputs, times
