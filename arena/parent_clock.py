@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 # A reported total may fall this far below the parent's floor before the timing is refused: a forged time
 # ranks at most this much below what the parent's clock saw (the honest spread on an H100 is in
 # docs/integrity.md). The CPU's clock is shared with everything else on the machine: looser there.
-TOLERANCE = {"cuda": 0.10, "cpu": 0.50}
+TOLERANCE = {"cuda": 0.10, "cpu": 0.35}
 # Plus this much per window (ns): the jitter of two socket round trips and a synchronize, which a window of a
 # few microseconds (gemv: one call per window) cannot average away.
-SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 2e6}
+SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 0.5e6}
 # Plus this many standard deviations of the floor's own noise, measured on the clean worker's windows (a GPU's
 # windows are short beside a busy host's jitter; the CPU's tolerance is wide enough as it is).
 NOISE_SIGMAS = {"cuda": 3.0, "cpu": 0.0}
