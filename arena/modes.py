@@ -294,22 +294,24 @@ class Evaluator:
             phases = []
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
-            # One uncounted call first: the warm-up, and the host time the first counted wait is sized by.
-            host_ns, host_calls, warm = None, 1, True
+            # One uncounted window first, the warm-up: the host time it reports sizes the GPU's work ahead of
+            # every counted window of the case, once (a size that moved from window to window would move the
+            # clean windows too, and their spread is the parent's measure of its own noise).
+            host_ns, host_calls, warm, spin = None, 1, True, 0
             self._clean_worker()                  # started before the clock of the case's budget runs
             while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
                                                                 limits.max_runs, limits.max_wall):
                 # Competition: one window is one sample of N distinct inputs, each fresh (a cached result
                 # cannot be replayed); per-call: one window holds several one-call samples.
                 size = limits.calls_per_sample if together else min(batch, limits.max_runs - len(samples))
-                size = 1 if warm else size
+                size = 1 if warm and not together else size
                 mark = time.perf_counter()
                 originals = [self.generate_fresh(case.args) for _ in range(size)]
                 labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
                     [f"warm-up call {i}" for i in range(size)]
                 spent["generate"] += time.perf_counter() - mark
-                spin_us = window_spin_us(host_ns, host_calls, size, together)
-                spin = self.spin_sizer.size(spin_us) if self.device == "cuda" else 0
+                if self.device == "cuda" and (warm or windows == 0):
+                    spin = self.spin_sizer.size(window_spin_us(host_ns, host_calls, size, together))
                 window = self._window(originals, result, together, spin)
                 clean = self._clean_window(originals, together, spin, window.outputs)
                 spent["worker"] += (window.span_ns + clean.span_ns) / 1e9

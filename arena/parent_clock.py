@@ -25,6 +25,9 @@ SLACK_PER_WINDOW_NS = {"cuda": 10e3, "cpu": 0.5e6}
 # Plus this many standard deviations of the floor's own noise, measured on the clean worker's windows (a GPU's
 # windows are short beside a busy host's jitter; the CPU's tolerance is wide enough as it is).
 NOISE_SIGMAS = {"cuda": 3.0, "cpu": 0.0}
+# ... but never more than this share of the floor: a submission that claims a long host time gets a long work
+# ahead of its windows, whose jitter widens the spread; this caps what that can buy (docs/integrity.md).
+NOISE_CAP = 0.25
 
 SPIN_FLOOR_US = 20.0        # the GPU's work ahead of each window, at least
 SPIN_HOST_FACTOR = 1.5      # plus this many times the host's time to enqueue the window behind it
@@ -103,9 +106,10 @@ class ClockFloor:
         slack = SLACK_PER_WINDOW_NS.get(self.device, SLACK_PER_WINDOW_NS["cpu"]) * self.windows
         noise = 0.0
         sigmas = NOISE_SIGMAS.get(self.device, 0.0)
+        floor = max(self.span_ns - self.clean_ns, 0.0)
         if sigmas and len(self.clean_spans) >= 2:
             noise = sigmas * statistics.stdev(self.clean_spans) * math.sqrt(2 * len(self.clean_spans))
-        return tolerance * max(self.span_ns - self.clean_ns, 0.0) + slack + noise
+        return tolerance * floor + slack + min(noise, NOISE_CAP * floor)
 
     def bound_share(self) -> float:
         """The allowance as a share of the parent's floor: how much better than the parent's clock a forged
