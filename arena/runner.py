@@ -360,6 +360,9 @@ class Worker:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+            else:
+                if self.isolation is not None and self.isolation.home:
+                    sandbox.tidy_home(self.isolation.home)     # the jail is gone: only its build cache stays
             self.process = None
 
 

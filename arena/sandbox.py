@@ -239,6 +239,45 @@ def run_jailed(commands: list[list[str]], key: str, files: dict[str, str], reada
     return done, problem
 
 
+HOME_CACHE_LIMIT = 2 << 30      # bytes of build cache a home keeps between runs
+
+
+def tidy_home(home: str) -> None:
+    """Once its worker is gone: everything in a home but the build cache is removed, and the cache too when it
+    holds more than HOME_CACHE_LIMIT bytes on disk, so a run leaves nothing else behind (a worker that filled
+    its home kept the fill). Descriptor-relative, never following a link the worker left."""
+    try:
+        fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        for name in os.listdir(fd):
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            folder = stat.S_ISDIR(st.st_mode)
+            if name == "cache" and folder and _disk_bytes(os.path.join(home, name)) <= HOME_CACHE_LIMIT:
+                continue
+            if folder:
+                shutil.rmtree(os.path.join(home, name), ignore_errors=True)     # fd-based: links not followed
+            else:
+                os.unlink(name, dir_fd=fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _disk_bytes(folder: str) -> int:
+    """Blocks in use under a folder (a sparse file counts what it holds), never following a link."""
+    total = 0
+    for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in names:
+            try:
+                total += os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 def _private_home(digest: str, uid: int | None) -> str:
     """<tmp>/nvfp4-arena-homes/<digest>: the one folder the jailed worker may write, owned by its uid, kept
     between runs of the same file (its JIT builds survive) and shared with no other submission. The parent
