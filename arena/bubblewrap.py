@@ -150,9 +150,10 @@ def _others_may_read(folder: str, limit: int = 2000) -> bool:
     return True
 
 
-def world_readable_copy(folder: str, max_bytes: int = 256 << 20) -> str:
-    """A copy of `folder` every user may read, kept under <tmp>/nvfp4-arena-copies and reused while its files'
-    names, sizes and times are unchanged. Only the evaluator writes it; the jail binds it read-only."""
+def private_copy(folder: str, uid: int, max_bytes: int = 256 << 20) -> str:
+    """A copy of `folder` that only the jail's uid may read, kept under <tmp>/nvfp4-arena-copies (a folder
+    others may pass through but not list) and reused while its files' names, sizes and times are unchanged.
+    Only the evaluator writes it; the jail binds it read-only. Another evaluation (another uid) cannot read it."""
     entries, total = [], 0
     skip = (".git", "__pycache__", ".pytest_cache", ".tools", ".whl", "out")
     for base, folders, files in os.walk(folder):
@@ -164,22 +165,23 @@ def world_readable_copy(folder: str, max_bytes: int = 256 << 20) -> str:
     if total > max_bytes:
         raise OSError(f"{folder} is not readable by the jail's user and too large to copy "
                       f"({total >> 20} MiB): make it readable by others (chmod -R o+rX)")
-    digest = hashlib.sha256(("\n".join([folder, *entries])).encode()).hexdigest()[:24]
+    digest = hashlib.sha256(("\n".join([folder, str(uid), *entries])).encode()).hexdigest()[:24]
     base_folder = os.path.join(tempfile.gettempdir(), "nvfp4-arena-copies")
-    os.makedirs(base_folder, mode=0o755, exist_ok=True)
+    os.makedirs(base_folder, mode=0o711, exist_ok=True)
+    os.chmod(base_folder, 0o711)
     copy = os.path.join(base_folder, digest)
     if not os.path.isdir(copy):
         partial = tempfile.mkdtemp(dir=base_folder)
         shutil.copytree(folder, os.path.join(partial, "tree"), symlinks=True,
                         ignore=shutil.ignore_patterns(*skip))
         for base, folders, files in os.walk(partial):
-            for name in folders:
-                os.chmod(os.path.join(base, name), 0o755)
-            for name in files:
+            for name in folders + files:
                 path = os.path.join(base, name)
-                if not os.path.islink(path):
-                    os.chmod(path, 0o755 if os.stat(path).st_mode & 0o100 else 0o644)
-        os.chmod(partial, 0o755)
+                if os.path.islink(path):
+                    continue
+                executable = os.path.isdir(path) or os.stat(path).st_mode & 0o100
+                os.chown(path, uid, uid)
+                os.chmod(path, 0o500 if executable else 0o400)
         try:
             os.rename(os.path.join(partial, "tree"), copy)
         except OSError:                  # another evaluation made the same copy meanwhile
@@ -225,13 +227,13 @@ def command(argv: list[str], home: str, uid: int | None, limits: Limits, readabl
             jail += ["--dev-bind", node, node]
     paths = readable_paths(list(readable))
     # The evaluator's own folders (the checkout, the task, the submission's) that the jail's user may not
-    # read (a runner's private work folder, mode 0700): a world-readable copy is bound over them.
+    # read (a runner's private work folder, mode 0700): a copy only the jail's uid may read is bound over them.
     source = {p: p for p in paths}
     if uid is not None:
         for path in readable:
             real = os.path.realpath(path)
             if real in source and os.path.isdir(real) and not _others_may_read(real):
-                source[real] = world_readable_copy(real)
+                source[real] = private_copy(real, uid)
     # /tmp is the jail's own: whatever the evaluator needs from the host's /tmp is bound back.
     hidden = ["/tmp"] + [r for r in _untraversable_roots(paths + [home, *writable]) if not r.startswith("/tmp/")]
     for root in hidden:

@@ -166,3 +166,25 @@ def test_the_jails_own_user_can_be_looked_up(one):
     run = run_eval("test", one, "--submission", os.path.join(ROOT, "tests", "submissions", "looks_up_its_user.py"))
     assert run.code == 0, (run.stdout[-1500:], run.stderr[-1500:])
     assert "getpwuid" not in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the jail has a uid of its own only as root")
+def test_a_submission_in_a_private_folder_runs_from_a_copy_no_other_user_can_read(one, tmp_path):
+    """A runner's work folder is private (0700): the jail gets a copy owned by its own uid, and nothing in that
+    copy is readable by group or others (another evaluation of a batch read such a copy before)."""
+    private = tmp_path / "work"
+    private.mkdir(mode=0o700)
+    shutil.copy(os.path.join(ROOT, "submissions", "torch_reference.py"), private / "submission.py")
+    os.chmod(private, 0o700)
+    run = run_eval("test", one, "--submission", str(private / "submission.py"))
+    assert run.code == 0, run.stderr[-1500:]
+    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-copies")
+    assert os.stat(base).st_mode & 0o777 == 0o711
+    copies = [os.path.join(base, name) for name in os.listdir(base)]
+    mine = [c for c in copies if os.path.exists(os.path.join(c, "submission.py"))
+            and open(os.path.join(c, "submission.py")).read() == (private / "submission.py").read_text()]
+    assert mine, copies
+    for folder, folders, files in os.walk(mine[0]):
+        for name in [folder] + [os.path.join(folder, f) for f in folders + files]:
+            assert os.lstat(name).st_mode & 0o077 == 0, (name, oct(os.lstat(name).st_mode))
