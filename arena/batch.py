@@ -24,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from arena.cpuset import Cpuset
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVALUATED_CODES = (0, 112)          # eval.py's verdicts: passed, failed; anything else is no verdict
 RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
@@ -208,9 +210,14 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
                 environment["OMP_NUM_THREADS"] = plan.driver_omp_threads
         claim = claim_cores(plan.slots)
         cores = claim[0] if claim else None
+        # A cpuset fences the cores in (affinity alone the submission widens with one call of its own).
+        fence, pinning = Cpuset.make(cores, f"nvfp4-arena-{os.getpid()}-{min(cores)}") if cores else (None, "")
+        pinning = "cpuset cgroup" if fence else pinning
 
         def start():
             _die_with_parent()
+            if fence:
+                fence.enter()
             if cores:
                 os.sched_setaffinity(0, cores)
         process = subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL,
@@ -224,6 +231,8 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
             _stop(process)
             stdout, stderr = process.communicate()
         finally:
+            if fence:
+                fence.remove()
             if claim:
                 os.close(claim[1])          # the cores are free for the next evaluation
         doc = None
@@ -237,6 +246,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
            "passed": code == 0 and not overran, "exit_code": code, "geomean_us": None, "error": "", "cases": [],
            "attempts": attempt, "host": socket.gethostname(), "gpu": None,
            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+           "cores": sorted(cores) if cores else None, "pinning": pinning,
            "wall_s": round(time.time() - started, 2), "started": round(started, 3),
            "finished": round(time.time(), 3)}
     if doc is not None:

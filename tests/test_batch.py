@@ -338,3 +338,21 @@ def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
     again = claim_cores(2)
     assert again is not None
     os.close(again[1])
+
+
+def test_an_evaluation_cannot_widen_its_cores_past_its_cpuset():
+    """A child that asks for every core with sched_setaffinity keeps only its claimed ones inside the cpuset
+    (affinity alone let a red team's submission take the whole machine)."""
+    from arena.cpuset import Cpuset
+    cores = {sorted(os.sched_getaffinity(0))[0]}
+    fence, why = Cpuset.make(cores, f"nvfp4-arena-test-{os.getpid()}")
+    if fence is None:
+        pytest.skip(why)
+    widen = "import os; os.sched_setaffinity(0, range(os.cpu_count())); print(sorted(os.sched_getaffinity(0)))"
+    try:
+        out = subprocess.run([sys.executable, "-c", widen], preexec_fn=fence.enter, capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        fence.remove()
+    assert json.loads(out.stdout) == sorted(cores), (out.stdout, out.stderr[-500:])
+    assert not os.path.exists(fence.folder)
