@@ -17,3 +17,8 @@ integrity__diagnose() {        # every broken and honest submission through eval
 integrity__diagnose_speed() {  # seconds the hypothesis engine takes on a large failing case
     python3 bench/integrity/diagnose_speed.py
 }
+
+integrity__ranked() {          # every timing forgery beside its honest control, then honest leaderboard runs
+    python3 bench/integrity/ranked_check.py exploits 2>&1 | tail -12
+    python3 bench/integrity/ranked_check.py honest --runs "${RUNS:-4}" 2>&1 | tail -20
+}
