@@ -46,7 +46,7 @@ GUARDED = (
 
 # Modules whose every global, function code object and defaults are compared after every request.
 DEEP_MODULES = ("arena.timing", "arena.worker", "arena.integrity", "arena.channel", "arena.tensorwire",
-                "arena.protocol", "json", "json.encoder", "json.decoder", "time")
+                "arena.protocol", "arena.masking", "json", "json.encoder", "json.decoder", "time")
 
 
 def _resolve(path: str):

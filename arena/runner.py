@@ -215,7 +215,7 @@ class Worker:
 
     def _send_inputs(self, inputs: list, mask_key: int | None = None) -> tuple[dict, list[int], list]:
         """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent). With
-        `mask_key`, the bytes travel XOR-ed with its keystream (arena/masking.py): a timed window's staging."""
+        `mask_key`, the bytes travel with its keystream added (arena/masking.py): a timed window's staging."""
         if self.device == "cuda":
             sent = copy_storages(inputs)          # ours: outputs written into a sent storage are rebuilt here
             if mask_key is not None:
@@ -366,8 +366,8 @@ class Worker:
             self.process = None
 
 
-REPLY_BYTES_FACTOR = 2                  # a reply's new tensors may hold twice the bytes sent (every task's outputs fit in its inputs) ...
-REPLY_BYTES_EXTRA = 16 << 20            # ... plus this much (small cases, odd result layouts)
+REPLY_BYTES_FACTOR = 2          # a reply's new tensors may hold twice the bytes sent (every task's outputs fit
+REPLY_BYTES_EXTRA = 16 << 20    # in its inputs), plus this much (small cases, odd result layouts)
 
 
 def reply_bytes_limit(sent_bytes: int) -> int:
