@@ -181,20 +181,25 @@ class Evaluator:
 
     def _call(self, op: str, inputs: list, result, **args) -> Reply:
         """One request to the worker; what it printed and its thread count go to `result`."""
+        return self._exchange(lambda: self.worker.request(op, inputs, self.timeout(inputs), **args), inputs, result)
+
+    def _exchange(self, ask, inputs: list, result):
+        """`ask()` the worker (a Reply or a Window comes back): a failure that broke the worker stops it; an
+        answer sets the case's time per call (the default timeout) and gives its threads and text to `result`."""
         try:
-            reply = self.worker.request(op, inputs, self.timeout(inputs), **args)
+            answer = ask()
         except WorkerFailure as failure:
             self._hung = self._hung or failure.hang
             if failure.replace:
                 self.worker.stop()
             raise
         self._answered = True
-        per_call = reply.elapsed_ns / 1e9 / max(1, len(inputs))
+        per_call = answer.elapsed_ns / 1e9 / max(1, len(inputs))
         self._seen_per_call = max(per_call, self._seen_per_call or 0.0)
-        self._note_threads(reply.fields, result)
-        if reply.output_text:
-            result.output = (result.output + "\n" + reply.output_text).strip()[-sandbox.OUTPUT_CAP:]
-        return reply
+        self._note_threads(answer.fields, result)
+        if answer.output_text:
+            result.output = (result.output + "\n" + answer.output_text).strip()[-sandbox.OUTPUT_CAP:]
+        return answer
 
     def _check(self, data, output) -> tuple[bool, str, list]:
         """(passed, one-line error, detail lines). The reference runs here, on the parent's original."""
@@ -314,7 +319,7 @@ class Evaluator:
                     spin = self.spin_sizer.size(window_spin_us(host_ns, host_calls, size, together))
                 window = self._window(originals, result, together, spin)
                 clean = self._clean_window(originals, together, spin, window.outputs)
-                spent["worker"] += (window.span_ns + clean.span_ns) / 1e9
+                spent["worker"] += (window.elapsed_ns + clean.elapsed_ns) / 1e9
                 spent["staging"] += window.staging_ns / 1e9
                 phases.append((window.fields.get("phases_ns"), clean.fields.get("phases_ns")))
                 times = window.times_ns
@@ -334,7 +339,7 @@ class Evaluator:
                 windows += 1
                 samples += times
                 clean_samples += clean.times_ns
-                floor.add(size, window.span_ns, clean.span_ns, reported)
+                floor.add(size, window.elapsed_ns, clean.elapsed_ns, reported)
                 if not self.progress.quiet:
                     running = timing.summarize(samples)
                     self.progress.timing(len(samples), running.mean, running.err)
@@ -387,19 +392,8 @@ class Evaluator:
 
     def _window(self, originals: list, result, together: bool, spin: int) -> Window:
         """One timed window of the submission (arena/runner.py Worker.time_window)."""
-        try:
-            window = self.worker.time_window(originals, self.timeout(originals), together=together, spin=spin)
-        except WorkerFailure as failure:
-            self._hung = self._hung or failure.hang
-            if failure.replace:
-                self.worker.stop()
-            raise
-        self._answered = True
-        self._seen_per_call = max(window.span_ns / 1e9 / max(1, len(originals)), self._seen_per_call or 0.0)
-        self._note_threads(window.fields, result)
-        if window.output_text:
-            result.output = (result.output + "\n" + window.output_text).strip()[-sandbox.OUTPUT_CAP:]
-        return window
+        return self._exchange(lambda: self.worker.time_window(originals, self.timeout(originals), together=together,
+                                                              spin=spin), originals, result)
 
     def _clean_window(self, originals: list, together: bool, spin: int, outputs: list) -> Window:
         """The same window in the clean worker around an empty call, digesting as many bytes as the

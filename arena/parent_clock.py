@@ -94,9 +94,12 @@ class ClockFloor:
         self.reported_ns += reported_ns
         self.clean_spans.append(clean_ns)
 
+    def floor_ns(self) -> float:
+        """What the case's calls cost beyond empty calls, on the parent's clock."""
+        return max(self.span_ns - self.clean_ns, 0.0)
+
     def per_call_ns(self) -> float:
-        """What each call cost beyond an empty call, on the parent's clock."""
-        return max(self.span_ns - self.clean_ns, 0.0) / max(self.calls, 1)
+        return self.floor_ns() / max(self.calls, 1)
 
     def allowance_ns(self) -> float:
         """How far below the parent's floor (summed over the case) the reported total may fall: the tolerance,
@@ -106,7 +109,7 @@ class ClockFloor:
         slack = SLACK_PER_WINDOW_NS.get(self.device, SLACK_PER_WINDOW_NS["cpu"]) * self.windows
         noise = 0.0
         sigmas = NOISE_SIGMAS.get(self.device, 0.0)
-        floor = max(self.span_ns - self.clean_ns, 0.0)
+        floor = self.floor_ns()
         if sigmas and len(self.clean_spans) >= 2:
             noise = sigmas * statistics.stdev(self.clean_spans) * math.sqrt(2 * len(self.clean_spans))
         return tolerance * floor + slack + min(noise, NOISE_CAP * floor)
@@ -114,15 +117,14 @@ class ClockFloor:
     def bound_share(self) -> float:
         """The allowance as a share of the parent's floor: how much better than the parent's clock a forged
         time could rank in this case (reported in the JSON beside the figure)."""
-        floor = max(self.span_ns - self.clean_ns, 0.0)
+        floor = self.floor_ns()
         return self.allowance_ns() / floor if floor else 1.0
 
     def problem(self) -> str:
         """One line when the reported times undercut the parent's floor by more than the allowance."""
         if not self.calls:
             return ""
-        floor = max(self.span_ns - self.clean_ns, 0.0)
-        if self.reported_ns >= floor - self.allowance_ns():
+        if self.reported_ns >= self.floor_ns() - self.allowance_ns():
             return ""
         return (f"the worker reported {self.reported_ns / self.calls / 1e3:.2f} us per call, but the evaluator's "
                 f"own clock saw {self.per_call_ns() / 1e3:.2f} us per call beyond an empty call in a clean worker "

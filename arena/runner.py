@@ -86,7 +86,7 @@ class Reply:
 class Window:
     """One timed window, as the parent saw it."""
     times_ns: list                      # what the worker reported: one sample (competition) or one per call
-    span_ns: float                      # the parent's own clock: key sent to times and digest received
+    elapsed_ns: float                   # the parent's own clock: key sent to times and digest received
     outputs: list                       # the collected outputs (empty for a clean worker's window)
     sent: list                          # the parent's view of the staged inputs
     fields: dict                        # the go reply's other fields (threads, digest, host_ns, phases_ns)
