@@ -296,7 +296,7 @@ class Evaluator:
             # Where the case's wall time went (s): generating inputs, the timed windows of both workers on the
             # parent's clock, staging and collecting (shared memory), checking.
             spent = {"generate": 0.0, "worker": 0.0, "staging": 0.0, "check": 0.0}
-            phases = []
+            phases, window_log = [], []
             readings = [self.gpu.read()] if self.gpu else []
             self.progress.timing(0, None, None)
             # One uncounted window first, the warm-up: the host time it reports sizes the GPU's work ahead of
@@ -340,6 +340,8 @@ class Evaluator:
                 samples += times
                 clean_samples += clean.times_ns
                 floor.add(size, window.elapsed_ns, clean.elapsed_ns, reported)
+                if len(window_log) < WINDOW_LOG:
+                    window_log.append(_window_row(window, clean, reported))
                 if not self.progress.quiet:
                     running = timing.summarize(samples)
                     self.progress.timing(len(samples), running.mean, running.err)
@@ -356,6 +358,7 @@ class Evaluator:
             result.timing["parent_clock_ns_per_call"] = round(floor.per_call_ns(), 1)
             result.timing["parent_clock_bound"] = round(floor.bound_share(), 4)
             result.timing["window_phases_us"] = median_phases(phases)
+            result.timing["windows_us"] = window_log
             extras = {"drain_ns": wall.fields.get("drain_ns", []), "sync_ns": wall.fields.get("sync_ns"),
                       "empty_ns": ordered[len(ordered) // 2]}
             clock = floor.problem()
@@ -450,6 +453,23 @@ def _batch_size(sample, device: str) -> int:
 
 
 _RANDOM = random.SystemRandom()
+
+
+WINDOW_LOG = 32     # the first windows of a case, each in the JSON (what the parent's floor is made of)
+
+
+def _window_row(window, clean, reported_ns: float) -> list:
+    """One window as the JSON shows it (us): the parent's clock on the submission's window and on the clean
+    one, the reported total, then each worker's own account of its timed loop and of its host's enqueueing."""
+    def loop(w):
+        phases = w.fields.get("phases_ns")
+        return round(phases[0] / 1e3, 1) if isinstance(phases, list) and phases else None
+
+    def host(w):
+        value = w.fields.get("host_ns")
+        return round(value / 1e3, 1) if isinstance(value, (int, float)) else None
+    return [round(window.elapsed_ns / 1e3, 1), round(clean.elapsed_ns / 1e3, 1), round(reported_ns / 1e3, 1),
+            loop(window), loop(clean), host(window), host(clean)]
 
 
 def median_phases(phases: list) -> dict:

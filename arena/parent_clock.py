@@ -30,7 +30,7 @@ NOISE_SIGMAS = {"cuda": 3.0, "cpu": 0.0}
 NOISE_CAP = 0.25
 
 SPIN_FLOOR_US = 20.0        # the GPU's work ahead of each window, at least
-SPIN_HOST_FACTOR = 1.5      # plus this many times the host's time to enqueue the window behind it
+SPIN_HOST_FACTOR = 2.0      # plus this many times the host's time to enqueue the window behind it
 SPIN_CAP_US = 50_000.0      # and at most this (the competition's 62.5 GiB randn flush takes ~37 ms)
 
 

@@ -136,6 +136,7 @@ class Worker:
     spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
     oom_before: int | None = None       # the cgroup's out-of-memory kills when this worker started
     staged: list | None = None          # the parent's view of the inputs staged for the next timed window
+    staged_spin: int = 0                # the work ahead those inputs were staged with
 
     def start(self):
         self.oom_before = oom_kills()
@@ -316,10 +317,10 @@ class Worker:
             self.start()
         key = secrets.randbits(masking.KEY_BITS)
         started = time.perf_counter_ns()
-        if restage or self.staged is None:
-            staged = self._exchange(Request("stage", {"digest_like": digest_like or []}), inputs, timeout,
-                                    "staging the timed inputs", mask_key=key)
-            self.staged = staged.sent
+        if restage or self.staged is None or spin != self.staged_spin:
+            staged = self._exchange(Request("stage", {"digest_like": digest_like or [], "spin": int(spin)}),
+                                    inputs, timeout, "staging the timed inputs", mask_key=key)
+            self.staged, self.staged_spin = staged.sent, spin
         args = {"key": key, "together": together, "spin": int(spin), "empty": empty}
         went = self._exchange(Request("go", args), [], timeout,
                               "timing an empty call" if empty else "running custom_kernel (timed)")

@@ -182,13 +182,17 @@ class Session:
                 host = sum(times)
         return {"outputs": [] if empty else outputs, "times_ns": times, "host_ns": host}
 
-    def stage(self, inputs: list, digest_like: list | None = None) -> dict:
+    def stage(self, inputs: list, digest_like: list | None = None, spin: int = 0) -> dict:
         """Keep a timed window's inputs, still masked (arena/masking.py): nothing can be computed from them
         until `go` brings the key. `digest_like`: the clean worker's scratch, laid out as the submission's
-        outputs and digested in their place."""
-        from arena import masking
+        outputs and digested in their place. `spin`: the size of the window's work ahead, prepared here with
+        the kernels the window launches, so the window's host time is its own."""
+        from arena import masking, timing
         if digest_like:
             self.scratch = masking.scratch_like(digest_like, self.device)
+        masking.warm_up(self.device)
+        if self.device == "cuda":
+            timing.prepare_spin(int(spin))
         self.staged, self.staged_storages = inputs, list(self.decoded_storages)
         self.staged_pointers = {s.data_ptr(): i for i, s in enumerate(self.staged_storages) if s.nbytes()}
         self.keystream = masking.Keystream(self.staged_storages)
@@ -223,9 +227,6 @@ class Session:
         # reading the digest): shown in the JSON to explain a gap between the two clocks, never used to rank.
         reply["phases_ns"] = [t1 - t0, time.perf_counter_ns() - t1]
         self.collected = outputs
-        if not empty:
-            self.staged = self.keystream = None     # a window's inputs serve one window (the clean worker
-                                                    # reuses its own)
         return reply
 
     def collect(self, inputs: list) -> dict:
@@ -233,6 +234,10 @@ class Session:
         outputs, self.collected = self.collected, None
         if outputs is None:
             raise RuntimeError("no timed window to collect")
+        # A window's inputs serve one window (the clean worker, which is never collected, reuses its own).
+        # Released here, not when the window closes: freeing gigabytes takes the host a while, and inside the
+        # window that time would land on the parent's clock for the submission's worker alone.
+        self.staged = self.keystream = None
         return {"outputs": outputs}
 
     def wall(self, inputs: list) -> dict:

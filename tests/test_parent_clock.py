@@ -43,8 +43,8 @@ def test_the_cpu_allows_a_third_and_no_more():
 
 def test_the_work_ahead_covers_the_hosts_enqueue_and_is_capped():
     assert window_spin_us(None, 1, 50, True) == SPIN_FLOOR_US
-    assert window_spin_us(10e3, 1, 50, True) == SPIN_FLOOR_US + 1.5 * 10 * 50       # 10 us a call, 50 calls
-    assert window_spin_us(10e3 * 20, 20, 20, False) == SPIN_FLOOR_US + 1.5 * 10      # per call: one call's worth
+    assert window_spin_us(10e3, 1, 50, True) == SPIN_FLOOR_US + 2 * 10 * 50         # 10 us a call, 50 calls
+    assert window_spin_us(10e3 * 20, 20, 20, False) == SPIN_FLOOR_US + 2 * 10        # per call: one call's worth
     assert window_spin_us(1e12, 1, 50, True) == SPIN_CAP_US
 
 

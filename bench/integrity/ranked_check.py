@@ -76,7 +76,7 @@ def exploits(spec: str, max_time: str) -> int:
 
 def honest(runs: int, out: str | None, first: int = 0) -> int:
     kernels = ("submission.py", HONEST)
-    false_alarms, ratios, lines = 0, [], []
+    false_alarms, ratios = 0, []
     for i in range(runs):
         submission = kernels[(i + first) % 2]
         run = run_eval("leaderboard", "--submission", os.path.join(ROOT, submission), json_report=True,
@@ -87,19 +87,19 @@ def honest(runs: int, out: str | None, first: int = 0) -> int:
             mean, clock = _per_call(case)
             if mean and clock:
                 ratios.append(mean / clock)
-            lines.append(f"run {i:2} {submission:32} case {case.get('index')}: exit {run.code} "
-                         f"mean {mean / 1e3 if mean else float('nan'):9.2f} us  parent {(clock or 0) / 1e3:9.2f} us"
-                         f"  {case.get('error', '')[:100]}")
-    print("\n".join(lines))
+            bound = (case.get("timing") or {}).get("parent_clock_bound")
+            print(f"run {i:2} {submission:32} case {case.get('index')}: exit {run.code} "
+                  f"mean {mean / 1e3 if mean else float('nan'):9.2f} us  parent {(clock or 0) / 1e3:9.2f} us"
+                  f"  bound {bound}  {case.get('error', '')[:100]}", flush=True)
+        if out:     # after every run, so a run cut short by a time limit keeps what finished
+            with open(out, "w") as f:
+                json.dump({"ratios": ratios, "false_alarms": false_alarms, "runs": i + 1}, f)
     if ratios:
         ratios.sort()
         print(f"reported / parent clock per call over {len(ratios)} cases: min {ratios[0]:.3f}, "
               f"median {ratios[len(ratios) // 2]:.3f}, max {ratios[-1]:.3f} (refused below "
               f"{1 - 0.10:.2f} less the per-window slack)")
     print(f"false alarms: {false_alarms} of {runs} honest leaderboard runs")
-    if out:
-        with open(out, "w") as f:
-            json.dump({"ratios": ratios, "false_alarms": false_alarms, "runs": runs}, f)
     return 1 if false_alarms else 0
 
 
