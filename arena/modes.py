@@ -53,6 +53,7 @@ class Limits:
     method: str = "competition"     # "competition": calls_per_sample inputs back to back per sample; "per-call"
     calls_per_sample: int = 1       # the competition's number for the task (task.yml competition_timing)
     wall_calls: int = WALL_CALLS    # sync-to-sync calls per case (--max-runs caps them too)
+    diagnose_all: bool = False      # every failing case diagnosed in full (else one per pattern of wrong elements)
 
 
 def data_bytes(data) -> int:
@@ -92,6 +93,7 @@ class Evaluator:
         self.progress = progress or Silent()
         self.figures = figures                    # keep pictures of wrong outputs and the timed samples
         self._expected = None                     # the reference's output at the last check
+        self.patterns: dict = {}                  # pattern of wrong elements -> the case diagnosed in full for it
         self.worker = worker
         self.clean = clean                        # imports arena/clean_submission.py: the clock baseline
         self.device = device
@@ -209,7 +211,7 @@ class Evaluator:
             good, message = check(data, output)
             return good, " ".join(str(message).split()), []
         result = check.compare(data, output)
-        self._expected = result.expected if self.figures else None     # held only for the pictures
+        self._expected = result.expected        # for the pictures and the quick look (held until the next check)
         if result.passed or result.problem:
             return result.passed, result.problem, []
         where = f"group {result.group}: " if result.group is not None else ""
@@ -217,13 +219,24 @@ class Evaluator:
 
     def _diagnose(self, result: CaseResult, data, output, regenerate=None):
         """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN), and
-        with --report/--plots its pictures."""
-        from arena.diagnose import explain_failure
+        with --report/--plots its pictures. A case whose wrong elements fall in the pattern of a case already
+        diagnosed is said to fail like it (a full diagnosis costs seconds to tens of seconds on a CPU, and the
+        same kernel fails the same way on every shape); --diagnose-all diagnoses each in full."""
+        from arena.diagnose import explain_failure, failure_pattern
+        pattern = None if self.limits.diagnose_all else failure_pattern(output, self._expected, self.reference)
+        if pattern is not None and pattern.key in self.patterns:
+            first = self.patterns[pattern.key]
+            result.diagnosis = (f"Fails like case {first.index} ({pattern.words}): see its diagnosis. Not "
+                                f"diagnosed again (--diagnose-all diagnoses every failing case).")
+            result.evidence = pattern.lines
+            return
         self.progress.stage("diagnosing the wrong output")
         regenerate = functools.cache(regenerate) if regenerate is not None else None   # made once for both
         found = explain_failure(self.reference, data, output, regenerate, rerun=self.call_once)
         if found is not None:
             result.diagnosis, result.evidence = found.summary, found.evidence
+        if pattern is not None:
+            self.patterns[pattern.key] = result
         if self.figures and self._expected is not None:
             try:
                 result.figures = _error_figures(self.reference, output, self._expected, regenerate)

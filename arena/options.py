@@ -19,6 +19,7 @@ class RunOptions:
     max_time: float | None = None               # s of timing per case (None: the mode's default)
     keep_going: bool = False                    # after a hang, run the remaining cases anyway
     first_failure: bool = False                 # stop after the first failing case (diagnose's search)
+    diagnose_all: bool = False                  # diagnose every failing case in full, not only the first of a kind
     # timing
     timing_method: str | None = None            # "competition" or "per-call"; None: the device's default
     # sandbox

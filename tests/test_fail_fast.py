@@ -235,3 +235,39 @@ def test_benchmarks_that_need_a_gpu_are_refused_up_front_on_a_cpu(task):
                    timeout=60)
     assert run.code == 113 and run.seconds < 30, (run.code, run.seconds, run.stderr[-800:])
     assert f"{task}'s benchmarks need a CUDA GPU" in run.stderr and "--set tests" in run.stderr, run.stderr
+
+
+# ---- a wrong kernel's verdict: the first failure diagnosed in full, the same pattern said in one line -----
+
+SAME_PATTERN = "".join(f"m: 256; n: 256; k: 512; l: 1; seed: {i}\n" for i in range(4))
+BROKEN = os.path.join(ROOT, "tests", "broken")
+
+
+def test_cases_failing_in_the_same_pattern_are_diagnosed_once_and_said_to_fail_like_it(tmp_path):
+    out = tmp_path / "out.json"
+    run = run_eval("test", spec_file(SAME_PATTERN), "--submission", os.path.join(BROKEN, "layout_rows_plain.py"),
+                   "--json", str(out))
+    assert run.code == 112, run.stderr
+    cases = json.loads(out.read_text())["cases"]
+    assert "32-row and 4-row-group roles swapped" in cases[0]["diagnosis"]
+    for case in cases[1:]:
+        assert case["diagnosis"].startswith("Fails like case 0 (99."), case["diagnosis"]
+        assert "--diagnose-all" in case["diagnosis"] and "wrong rows: every row" in case["evidence"]
+    full = run_eval("test", spec_file(SAME_PATTERN), "--submission", os.path.join(BROKEN, "layout_rows_plain.py"),
+                    "--json", str(out), "--diagnose-all")
+    assert full.code == 112
+    assert all("32-row and 4-row-group roles swapped" in c["diagnosis"] for c in json.loads(out.read_text())["cases"])
+
+
+def test_a_new_pattern_gets_a_full_diagnosis_and_no_internal_key_reaches_the_user(tmp_path):
+    # m=128: only B's second row block is misread (columns 128-255 wrong); m=256: A's too (every row)
+    spec = "m: 128; n: 256; k: 512; l: 1; seed: 1\nm: 256; n: 256; k: 512; l: 1; seed: 2\n"
+    out = tmp_path / "out.json"
+    run = run_eval("test", spec_file(spec), "--submission", os.path.join(BROKEN, "layout_rowblock_stride.py"),
+                   "--json", str(out))
+    cases = json.loads(out.read_text())["cases"]
+    assert all("row block 0 reads its scales right" in c["diagnosis"] for c in cases), cases
+    from arena.diagnose.hypotheses import LAYOUT_BUGS
+    shown = run.stdout + run.stderr
+    for key in list(LAYOUT_BUGS) + ["view_", "nest_", "swap_"]:
+        assert f"{key}:" not in shown and f"{key}_partial" not in shown, key

@@ -12,6 +12,7 @@ verdict <- probes); rendering lives in arena/report.py:
   wrong group's own verdict.
 - scalemap: a measured scale map in words (row r received row f(r)'s scale) with its likely cause.
 - races: a second call on identical inputs after a failed check; outputs that differ name a race.
+- pattern: the cheap pattern of a wrong output's errors (one full diagnosis per pattern in a run).
 - explain: the hook after a failed check (`explain_failure`), one tensor or a list of groups.
 - probes: structured inputs through the real worker (`eval.py diagnose`).
 """
@@ -22,8 +23,9 @@ from arena.diagnose.hypotheses import (LAYOUT_BUGS, Match, gemm_hypotheses, is_g
 from arena.diagnose.verdict import diagnose
 from arena.diagnose.groups import diagnose_groups, is_group_contract
 from arena.diagnose.explain import explain_failure
+from arena.diagnose.pattern import FailurePattern, failure_pattern
 from arena.diagnose.probes import DEFAULT_PROBE_CASE, ProbeFailure, ProbeResult, diagnose_case, run_probes
 
 __all__ = ["ATOL", "RTOL", "Diagnosis", "index_pattern", "Anatomy", "anatomy", "LAYOUT_BUGS", "Match",
            "gemm_hypotheses", "is_gemm_contract", "low_precision_check", "misread_scales", "diagnose",
-           "diagnose_groups", "is_group_contract", "explain_failure", "DEFAULT_PROBE_CASE", "ProbeFailure", "ProbeResult", "diagnose_case", "run_probes"]
+           "diagnose_groups", "is_group_contract", "explain_failure", "FailurePattern", "failure_pattern", "DEFAULT_PROBE_CASE", "ProbeFailure", "ProbeResult", "diagnose_case", "run_probes"]

@@ -44,6 +44,25 @@ LAYOUT_BUGS = {
     "rows_plain": ("the 32-row and 4-row-group roles swapped inside a 128x4 scale tile "
                    "(the tile read as plain row-major 128x4)",
                    lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j: (rb * CB + cb) * TILE_BYTES + rr * 4 + c4),
+    "to_blocked_no_transpose": ("scales re-blocked by a to_blocked without its .transpose(1, 2): row r of each "
+                                "128-row block received row 4·(r % 32) + r / 32's scale (the 32-row and 4-row "
+                                "roles of the 128x4 atom exchanged where the blocked scales are written)",
+                                lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
+                                (rb * CB + cb) * TILE_BYTES + ((4 * r32 + r4) % 32) * 16
+                                + ((4 * r32 + r4) // 32) * 4 + c4),
+    # The stride between 128-row blocks taken from a wrong count: row block 0 reads right, every later one
+    # reads other tiles, or past the buffer (the NaN/Inf of a TMA load beyond the scales).
+    **{f"rowblock_stride_{name}": (f"the stride between 128-row blocks of the blocked scales taken as {words} "
+                                   f"instead of ceil(K/64) tiles of 512 bytes: row block 0 reads its scales "
+                                   f"right, every later one reads another block's tiles or past the buffer",
+                                   lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j, f=stride:
+                                   (rb * f(CB, SK) + cb) * TILE_BYTES + r32 * 16 + r4 * 4 + c4)
+       for name, words, stride in (
+           ("scales", "the count of scales per row (K/16, a tile per scale)", lambda CB, SK: 4 * CB),
+           ("double", "twice the K tiles (a count padded or doubled)", lambda CB, SK: 2 * CB),
+           ("plus_one", "one tile more than the K tiles (a count padded by one)", lambda CB, SK: CB + 1),
+           ("pad4", "the K tiles rounded up to a multiple of 4 (a padded count)", lambda CB, SK: -(-CB // 4) * 4),
+           ("pad8", "the K tiles rounded up to a multiple of 8 (a padded count)", lambda CB, SK: -(-CB // 8) * 8))},
     "inner_transposed": ("the 4-row-group and K-position indices swapped inside each 16-byte scale row",
                          lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
                          (rb * CB + cb) * TILE_BYTES + r32 * 16 + c4 * 4 + r4),
@@ -121,7 +140,8 @@ class Match:
 
     def line(self) -> str:
         k = "" if self.known >= 0.999 else f", predicts {100 * self.known:.0f}% of the sample"
-        return f"{self.key}: agrees on {100 * self.agree:.1f}%, reproduces {100 * self.explained:.1f}% " \
+        # In words: the key is the JSON's and the code's name, never a user's
+        return f"{self.text}: agrees on {100 * self.agree:.1f}%, reproduces {100 * self.explained:.1f}% " \
                f"of the wrong elements{k}"
 
 

@@ -12,6 +12,12 @@ from arena.diagnose.hypotheses import LAYOUT_BUGS, Match, gemm_hypotheses, is_ge
 # ---- putting it together ---------------------------------------------------------------------------
 
 ADVICE = {
+    "to_blocked_no_transpose": "to_blocked must transpose the 32-row and 4-row axes: blocks.reshape(-1, 4, 32, 4)"
+                               ".transpose(1, 2).reshape(-1, 32, 16) (reference.py), so that byte (r%32)*16 + "
+                               "((r%128)/32)*4 + k%4 of a 512-byte tile holds row r's scale.",
+    **{f"rowblock_stride_{name}": "a 128-row block of blocked scales is ceil(K/64) tiles of 512 bytes: the "
+                                  "stride from one to the next is ceil(K/64)*512 bytes, from the unpadded K."
+       for name in ("scales", "double", "plus_one", "pad4", "pad8")},
     "transposed": "check the epilogue's row/column indexing (or which operand is M).",
     "nibble_swap": "element 0 of each byte is the LOW nibble: fix the unpacking of the operand that differs.",
     "scales_ignored": "the scale factors never reach the MMA/epilogue.",
@@ -127,8 +133,8 @@ def _judge(matches: list[Match], an: Anatomy):
     exact = [m for m in usable if m.agree >= EXACT and m.explained >= 0.99]
     if exact:
         best = exact[0]
-        same = [m.key for m in exact[1:] if m.agree >= best.agree - 1e-9 and m.note != "partial"][:3]
-        also = f" (indistinguishable here from: {', '.join(same)})" if same else ""
+        same = [m.text for m in exact[1:] if m.agree >= best.agree - 1e-9 and m.note != "partial"][:3]
+        also = f" (indistinguishable here from: {'; '.join(same)})" if same else ""
         oob = "" if best.known >= 0.999 else \
             f" on every element it predicts ({100 * best.known:.0f}%; the rest read scales from outside the buffer)"
         return (f"The output matches a kernel with {best.text}{oob}{also}. Fix: {_advice(best.key)}",

@@ -8,7 +8,7 @@ classic bug. Reads past the end of a batch's scale buffer return zeros, as a TMA
 import torch
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
-LAYOUT_BUGS = ("rows_plain", "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
+LAYOUT_BUGS = ("rows_plain", "to_blocked_no_transpose", "rowblock_stride_scales", "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
                "permuted_contiguous", "plain_as_blocked", "blocked_as_plain", "sbo_0", "sbo_16", "sbo_32", "sbo_64")
 
 
@@ -38,10 +38,15 @@ def scale_offsets(mn: int, sk: int, bug, device) -> torch.Tensor:
     tile, inside = rb * k_tiles + kb, r32 * 16 + r4 * 4 + k4
     if bug == "rows_plain":           # 32-row and 4-row-group roles swapped: tile read as row-major 128x4
         inside = (r % 128) * 4 + k4
+    elif bug == "to_blocked_no_transpose":   # its own to_blocked without .transpose(1, 2): row r of a block
+        source = 4 * (r % 32) + (r % 128) // 32          # gets row 4*(r % 32) + r // 32's scale
+        inside = (source % 32) * 16 + (source // 32) * 4 + k4
     elif bug == "inner_transposed":   # r4 and k4 swapped inside a 16-byte row
         inside = r32 * 16 + k4 * 4 + r4
     elif bug == "kgroup_swapped":     # K tile index and position in the group of 4 swapped
         tile, inside = rb * k_tiles + k4, r32 * 16 + r4 * 4 + kb
+    elif bug == "rowblock_stride_scales":    # row-block stride from the scale count (K/16), not the K tiles
+        tile = rb * 4 * k_tiles + kb
     elif bug == "ktile_stride":       # 4 tiles per K tile instead of 1
         tile = rb * k_tiles + 4 * kb
     elif bug == "tile_order":         # tiles walked K-tile-major
