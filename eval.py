@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
+EXIT_NOT_RUN = 114      # nothing failed, but some cases need what this machine lacks (a CUDA or Blackwell GPU)
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
                "diagnose": "tests"}
 
@@ -403,16 +404,22 @@ def evaluate(mode: str, given: dict):
             click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
             written = False
     written = _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir) and written
-    failed = sum(not r.passed for r in results)
+    not_run = sum(bool(r.not_run) for r in results)
+    failed = sum(not r.passed for r in results) - not_run
     if info.stopped:
         click.echo(f"error: {info.stopped}: {len(results)} of {len(indexed)} cases finished and reported, "
                    f"{info.not_reached} not reached", err=True)
         sys.exit(128 + info.signal)
-    if info.import_error:
+    if info.import_error and failed:
         click.echo(f"error: {info.import_error}", err=True)
     elif failed:
         click.echo(f"error: {failed} of {len(results)} cases failed", err=True)
-    sys.exit(EXIT_OK if not failed and not info.refused and written else EXIT_FAILED)
+    if not_run:
+        first = next(r.not_run for r in results if r.not_run)
+        click.echo(f"not run: {not_run} of {len(results)} cases {first}", err=True)
+    if failed or info.refused or not written:
+        sys.exit(EXIT_FAILED)
+    sys.exit(EXIT_NOT_RUN if not_run else EXIT_OK)
 
 
 def _ignore_further_signals():

@@ -95,7 +95,7 @@ class Launch:
 def _run(task, options: RunOptions, launch: Launch):
     import torch
     from arena.modes import WALL_CALLS, Evaluator, Limits
-    from arena.results import RunInfo
+    from arena.results import RunInfo, mark_not_run
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
 
@@ -148,7 +148,7 @@ def _run(task, options: RunOptions, launch: Launch):
             progress.failed_to_start(str(import_error))
         for index, case in indexed:
             if import_error or hang is not None:
-                results.append(_not_run(index, case, import_error, hang))
+                results.append(mark_not_run(_not_run(index, case, import_error, hang)))
                 record(results)
                 continue
             case_clock = time.perf_counter()
@@ -165,8 +165,9 @@ def _run(task, options: RunOptions, launch: Launch):
             else:
                 results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
+            mark_not_run(results[-1])
             record(results)                 # written before the line says the case is done
-            progress.finished(index, results[-1].passed, _one_line(results[-1]))
+            progress.finished(index, results[-1].passed, _one_line(results[-1]), results[-1].not_run)
             if evaluator.take_hang() and not options.keep_going:
                 hang = index        # the same kernel hangs the same way: the other cases are not waited out
             if (ranked or options.first_failure) and not results[-1].passed:

@@ -103,10 +103,11 @@ class Progress:
         figure = f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs" if mean_ns is not None and err_ns is not None else ""
         self._stage(f"{self.case_label}: timing, {runs} sample{'' if runs == 1 else 's'}{figure}", step=f"{self.case_label}: timing")
 
-    def finished(self, index: int, passed: bool, summary: str):
+    def finished(self, index: int, passed: bool, summary: str, not_run: str = ""):
         self.done.append((index, passed))
         self._stage("")
-        self._print(f"case {index}: {'pass' if passed else 'FAIL'}{': ' + summary if summary else ''}")
+        status = "pass" if passed else "not run" if not_run else "FAIL"
+        self._print(f"case {index}: {status}{': ' + summary if summary else ''}")
 
     def close(self):
         """Stop the live line and print the summary."""

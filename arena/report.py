@@ -28,6 +28,8 @@ def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = N
             lines += [(f"test.{r.index}.spec", r.spec), (f"test.{r.index}.status", "pass" if r.passed else "fail")]
             if not r.passed:
                 lines.append((f"test.{r.index}.error", _one_line(r.error)))
+            if r.not_run:       # an extra key (the official runner ignores keys it does not know): not judged
+                lines.append((f"test.{r.index}.not_run", _one_line(r.not_run)))
             elif r.message:
                 lines.append((f"test.{r.index}.message", _one_line(r.message)))
     elif mode == "profile":
@@ -49,6 +51,8 @@ def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = N
                     lines.append((f"benchmark.{r.index}.untrusted", _one_line(r.untrusted)))
             else:
                 lines += [(f"benchmark.{r.index}.status", "fail"), (f"benchmark.{r.index}.error", _one_line(r.error))]
+                if r.not_run:
+                    lines.append((f"benchmark.{r.index}.not_run", _one_line(r.not_run)))
     passed = complete and all(r.passed for r in results)
     lines.append(("check", "pass" if passed else "fail"))
     return lines
@@ -176,8 +180,9 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
         for column in ("", "#", "case", "result"):
             table.add_column(column)
         for r in results:
-            mark = "[green]✔[/green]" if r.passed else "[red]✘[/red]"
+            mark = "[green]✔[/green]" if r.passed else "[yellow]–[/yellow]" if r.not_run else "[red]✘[/red]"
             table.add_row(mark, str(r.index), Text(r.spec), Text(r.message or "pass") if r.passed
+                          else Text(f"not run: {r.not_run}", style="yellow") if r.not_run
                           else Text(r.error, style="red"))
         console.print(table)
         print_failure_details(console, results)
@@ -196,6 +201,9 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
                 mark = "[yellow]⚠ untrusted[/yellow]" if r.untrusted else "[green]✔[/green]"
                 table.add_row(mark, str(r.index), Text(r.spec), f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f}",
                               f"{s.best / 1e3:.3f}", f"{s.median / 1e3:.3f}", str(s.runs), sol)
+            elif r.not_run:
+                table.add_row("[yellow]–[/yellow]", str(r.index), Text(r.spec),
+                              Text(f"not run: {r.not_run}", style="yellow"), "", "", "", "")
             else:
                 table.add_row("[red]✘[/red]", str(r.index), Text(r.spec), Text(r.error, style="red"), "", "", "", "")
         geo = geomean_us(results)
@@ -228,9 +236,16 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
             console.print("[dim]CPU run: wall-clock times of the CPU, not comparable with GPU numbers.[/dim]")
     render_worker_output(console, results)
     render_integrity(console, mode, results, info)
-    passed = sum(r.passed for r in results)
-    colour = "green" if passed == len(results) else "red"
-    console.print(f"[{colour}]{passed} of {len(results)} cases passed[/{colour}]")
+    console.print(summary_line(results))
+
+
+def summary_line(results: list[CaseResult]) -> str:
+    """The run's last line: how many passed, and how many this machine could not run (and why)."""
+    passed, not_run = sum(r.passed for r in results), [r for r in results if r.not_run]
+    failed = len(results) - passed - len(not_run)
+    colour = "green" if passed == len(results) else "red" if failed else "yellow"
+    lacks = f"; {len(not_run)} not run here: {not_run[0].not_run}" if not_run else ""
+    return f"[{colour}]{passed} of {len(results)} cases passed{lacks}[/{colour}]"
 
 
 def render_import_error(console, results: list[CaseResult], info: RunInfo):

@@ -8,6 +8,18 @@ from dataclasses import dataclass, field
 from arena.timing import Stats
 
 
+# Errors that say the machine lacks what the case needs (arena/missing.py words them): the case is not run
+# here, a status of its own, as pytest's skip.
+LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU")
+
+
+def mark_not_run(result: "CaseResult") -> "CaseResult":
+    """Set `not_run` when the case failed only because this machine lacks a GPU it needs."""
+    if not result.passed and result.error.startswith(LACKS):
+        result.not_run = result.error
+    return result
+
+
 @dataclass
 class CaseResult:
     index: int
@@ -21,6 +33,8 @@ class CaseResult:
     sol_us: float | None = None
     warnings: list = field(default_factory=list)     # integrity flags
     untrusted: str = ""                              # why the timing cannot be honest (benchmark: marked, not failed)
+    not_run: str = ""                                # what this machine lacks for the case (a CUDA GPU, a Blackwell
+                                                     # GPU): not judged here, neither passed nor wrong
     diagnosis: str = ""                              # why the output is wrong, in plain words (arena/diagnose/)
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)

@@ -139,11 +139,25 @@ def test_missing_submission_and_bad_only_are_one_line_usage_errors():
     assert run.code == 2 and "selects none of the 10 cases" in run.stderr
 
 
-def test_a_cuda_only_submission_fails_with_one_line_on_the_cpu(small_spec):
-    run = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"), popcorn=True)
-    assert run.code == 112
+def test_a_cuda_only_submission_is_not_run_on_the_cpu_a_status_of_its_own(small_spec, tmp_path):
+    out = tmp_path / "out.json"
+    run = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"), "--json", str(out),
+                   popcorn=True)
+    assert run.code == 114, run.stderr
     assert run.keys["test.0.error"] == "needs a CUDA GPU (this machine has none)"
-    assert run.keys["test.1.error"] == "needs a CUDA GPU (this machine has none)"
+    assert run.keys["test.1.not_run"] == "needs a CUDA GPU (this machine has none)"
+    assert run.keys["test.0.status"] == "fail" and run.keys["check"] == "fail"     # the competition's runner
+    assert all(c["not_run"] == "needs a CUDA GPU (this machine has none)"
+               for c in json.loads(out.read_text())["cases"])
+    shown = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"))
+    assert "2 not run here: needs a CUDA GPU" in shown.stdout and "cases failed" not in shown.stderr
+    assert "case 0: not run" in shown.stderr
+
+
+def test_a_wrong_case_beside_a_not_run_one_still_fails_the_run(small_spec):
+    run = run_eval("test", small_spec, "--submission", submission("wrong_then_needs_cuda.py"))
+    assert run.code == 112, run.stderr
+    assert "1 not run here" in run.stdout
 
 
 def test_the_same_traceback_is_shown_once_not_per_case(small_spec):

@@ -102,7 +102,7 @@ def test_an_import_failure_is_one_line_with_the_submissions_own_traceback_once()
 
 def test_a_failing_call_shows_no_frame_of_the_harness():
     run = run_eval("test", spec_file(SMALL), "--submission", submission("needs_cuda.py"))
-    assert run.code == 112 and "needs_cuda.py" in run.stdout
+    assert run.code == 114 and "needs_cuda.py" in run.stdout
     assert "arena/worker.py" not in run.stdout, run.stdout
 
 
@@ -222,7 +222,7 @@ def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
         run = run_eval("test", "--only", "0", "--quiet")          # the shipped CUDA submission on a CPU
         assert "building CUDA extension" not in run.stderr
         loud = run_eval("test", "--only", "0")
-        assert loud.code == 112 and "building CUDA extension" not in loud.stderr, loud.stderr
+        assert loud.code == 114 and "building CUDA extension" not in loud.stderr, loud.stderr
         assert "arena/worker.py" not in loud.stdout and "needs a CUDA GPU" in loud.stdout
 
 
