@@ -663,3 +663,20 @@ def test_a_cp_shape_is_recognised_with_its_warpx_modifier_first_as_triton_writes
                          ".version 8.7\n.target sm_90a\n.address_size 64\n")
         code = ptx_rewrite.strip_comments(new)
         assert re.search(r"st\.param\.b32 \[emu_p\d+\], 5;\s*call __nvfp4emu_cp,", code), code
+
+
+def test_another_checkout_or_interpreter_gets_an_emulation_folder_of_its_own(tmp_path):
+    """The folder's scripts name the interpreter and the checkout's shims.py: a fresh clone beside an older one
+    must never run the other's scripts (which break when that checkout moves or goes)."""
+    try:
+        toolchain.cuda_home()
+    except toolchain.ToolchainError:
+        pytest.skip("no CUDA toolkit")
+    copy = tmp_path / "clone"
+    copy.mkdir()
+    subprocess.run(["cp", "-r", os.path.join(ROOT, "arena"), str(copy / "arena")], check=True)
+    ask = "from arena.blackwell import toolchain; print(toolchain.library_version())"
+    here = subprocess.run([sys.executable, "-c", ask], cwd=ROOT, capture_output=True, text=True, check=True)
+    there = subprocess.run([sys.executable, "-c", ask], cwd=copy, capture_output=True, text=True, check=True)
+    assert here.stdout.strip() == toolchain.library_version()
+    assert there.stdout.strip() != here.stdout.strip()

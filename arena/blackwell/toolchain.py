@@ -79,6 +79,9 @@ def library_version() -> str:
         with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(cuda_home().encode())
+    # The folder's scripts name this interpreter and this checkout's shims.py: another checkout or Python (a
+    # fresh clone beside an older one) gets a folder of its own, never scripts pointing into the other
+    digest.update(f"\0{sys.executable}\0{HERE}".encode())
     return digest.hexdigest()[:16]
 
 
