@@ -25,7 +25,10 @@ def _one_line(result) -> str:
     if not result.passed:
         return (result.diagnosis or result.error or "failed")[:120]
     if result.stats:
-        return f"{result.stats.mean / 1e3:.2f} ± {result.stats.err / 1e3:.2f} µs over {result.stats.runs} sample{'' if result.stats.runs == 1 else 's'}"
+        s = result.stats
+        if s.runs == 1:         # one sample has no spread to show
+            return f"{s.mean / 1e3:.2f} µs from 1 sample (no error estimate)"
+        return f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} µs over {s.runs} samples"
     return ""
 
 

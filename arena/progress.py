@@ -100,7 +100,8 @@ class Progress:
         self._stage(f"{self.case_label}: {stage}")
 
     def timing(self, runs: int, mean_ns: float | None, err_ns: float | None):
-        figure = f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs" if mean_ns is not None and err_ns is not None else ""
+        figure = "" if mean_ns is None else f", mean {mean_ns / 1e3:.2f} µs" if runs < 2 or err_ns is None \
+            else f", mean {mean_ns / 1e3:.2f} ± {err_ns / 1e3:.2f} µs"
         self._stage(f"{self.case_label}: timing, {runs} sample{'' if runs == 1 else 's'}{figure}", step=f"{self.case_label}: timing")
 
     def finished(self, index: int, passed: bool, summary: str, not_run: str = ""):

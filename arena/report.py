@@ -199,7 +199,8 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
                 s = r.stats
                 sol = f"{100 * r.sol_us * 1e3 / s.mean:.1f}%" if r.sol_us else "—"
                 mark = "[yellow]⚠ untrusted[/yellow]" if r.untrusted else "[green]✔[/green]"
-                table.add_row(mark, str(r.index), Text(r.spec), f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f}",
+                spread = f" ± {s.err / 1e3:.3f}" if s.runs > 1 else " (1 sample)"
+                table.add_row(mark, str(r.index), Text(r.spec), f"{s.mean / 1e3:.3f}{spread}",
                               f"{s.best / 1e3:.3f}", f"{s.median / 1e3:.3f}", str(s.runs), sol)
             elif r.not_run:
                 table.add_row("[yellow]–[/yellow]", str(r.index), Text(r.spec),

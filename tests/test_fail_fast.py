@@ -216,7 +216,9 @@ def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
     progress = Progress(stream=stream, live=False)
     progress.case(0, "m: 1", 1, "timing")
     progress.timing(1, 1000.0, 10.0)
-    assert progress.text.endswith("timing, 1 sample, mean 1.00 ± 0.01 µs")
+    assert progress.text.endswith("timing, 1 sample, mean 1.00 µs")        # one sample: no spread to show
+    progress.timing(2, 1000.0, 10.0)
+    assert progress.text.endswith("timing, 2 samples, mean 1.00 ± 0.01 µs")
     progress.close()
     if not gpu_present():
         run = run_eval("test", "--only", "0", "--quiet")          # the shipped CUDA submission on a CPU
