@@ -316,6 +316,12 @@ class Evaluator:
             # every counted window of the case, once (a size that moved from window to window would move the
             # clean windows too, and their spread is the parent's measure of its own noise).
             host_ns, host_calls, warm, spin = None, 1, True, 0
+            # A CPU call that takes a good part of the case's budget: the correctness call was its warm-up, and
+            # the sync-to-sync calls are as few as the budget holds (a gemv call of seconds times 1, not 5).
+            slow = self._seen_per_call is not None and self._seen_per_call > limits.max_wall / 4
+            warm = not (slow and self.device == "cpu")
+            wall_calls = limits.wall_calls if not slow else \
+                max(1, min(limits.wall_calls, int(limits.max_wall / self._seen_per_call)))
             self._clean_worker()                  # started before the clock of the case's budget runs
             while warm or not samples or not timing.should_stop(samples, time.perf_counter() - started,
                                                                 limits.max_runs, limits.max_wall):
@@ -323,6 +329,9 @@ class Evaluator:
                 # cannot be replayed); per-call: one window holds several one-call samples.
                 size = limits.calls_per_sample if together else min(batch, limits.max_runs - len(samples))
                 size = 1 if warm and not together else size
+                if not together and not warm and self._seen_per_call:     # a window's calls fit what is left
+                    left = limits.max_wall - (time.perf_counter() - started)
+                    size = max(1, min(size, int(left / self._seen_per_call)))
                 mark = time.perf_counter()
                 originals = [self.generate_fresh(case.args) for _ in range(size)]
                 labels = [f"timed call {windows * size + i}" for i in range(size)] if not warm else \
@@ -361,9 +370,9 @@ class Evaluator:
                 if self.gpu:
                     readings.append(self.gpu.read())
             # Untimed: sync-to-sync calls (the drain), in a request of its own.
-            wall_originals = [self.generate_fresh(case.args) for _ in range(limits.wall_calls)]
+            wall_originals = [self.generate_fresh(case.args) for _ in range(wall_calls)]
             wall = self._call("wall", wall_originals, result)
-            if not self._verify([f"wall-clock call {i}" for i in range(limits.wall_calls)], wall, wall_originals,
+            if not self._verify([f"wall-clock call {i}" for i in range(wall_calls)], wall, wall_originals,
                                 result):
                 return result
             ordered = sorted(clean_samples) or [0.0]
