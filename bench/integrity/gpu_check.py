@@ -52,7 +52,8 @@ CHECKS = [
     Check("honest control: fresh output tensor", exploit("honest_fresh_output"), "leaderboard", SMALL,
           clean=True, serial=True),
     Check("side stream escapes the timer", exploit("gpu_side_stream"), "leaderboard", BENCH_LARGE,
-          error=("timing cannot be trusted",), serial=True),
+          # refused by the parent's clock, or earlier: its outputs were unfinished when the window closed
+          error=("timing cannot be trusted", "their digest differs"), serial=True),
     Check("code swap of Event.elapsed_time (reads a fifth)", exploit("code_swap_elapsed"), "leaderboard",
           BENCH_SMALL, error=("timing cannot be trusted",), serial=True),
     Check("window emptied (outputs computed before the timer)", exploit("window_emptied"), "leaderboard",
@@ -115,7 +116,10 @@ def run_check(check: Check, workdir: str) -> dict:
            "error": error, "warnings": warnings, "stats": case.get("stats")}
     if check.clean:
         leaks = [line for line in _log(exploit_dir, "seed_probe") if "987654321" in line]
-        row["caught"] = proc_code == 0 and not warnings and not leaks and "FORGED" not in raw
+        # The GPU's own state (clocks that moved, a power cap) is the machine's, not a flag on the submission:
+        # four checks at once on one host share its power
+        flags = [w for w in warnings if not w.startswith(GPU_STATE_NOTES)]
+        row["caught"] = proc_code == 0 and not flags and not leaks and "FORGED" not in raw
         row["how"] = "passed, no flags" if row["caught"] else f"exit {proc_code}; {error or warnings or leaks}"
         if check.name.startswith("reading"):
             denied = [line for line in _log(exploit_dir, "seed_probe") if "environ: denied" in line]
@@ -133,6 +137,9 @@ def run_check(check: Check, workdir: str) -> dict:
     if case.get("stats"):
         row["how"] += f" [median {case['stats']['median'] / 1e3:.2f} us]"
     return row
+
+
+GPU_STATE_NOTES = ("the SM clock moved", "the GPU was slowed")
 
 
 def _log(folder: str, name: str) -> list[str]:
