@@ -269,8 +269,6 @@ def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path,
 def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None) -> int:
     import hashlib
 
-    from rich.console import Console
-
     from arena.batch import BatchPlan, find_submissions, read_rows
     from arena.batch_ray import ray_missing_line, run_batch
     from arena.taskdef import REPO_ROOT
@@ -297,7 +295,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
                      else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
     check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
-        code, ranked = run_batch(submissions, plan, jsonl, address, _console(), Console(stderr=True), earlier, gpus)
+        code, ranked = run_batch(submissions, plan, jsonl, address, _console(), _console(stderr=True), earlier, gpus)
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
         signum = getattr(stop, "signum", 2)
         click.echo(f"error: interrupted: every evaluation was stopped; the rows already in {jsonl} stay (run the "
@@ -476,10 +474,11 @@ def _write_pictures(mode, task_name, submission, results, info, report_path, plo
     return True
 
 
-def _console():
+def _console(stderr: bool = False):
     from rich.console import Console
-    console = Console()
-    return console if console.is_terminal else Console(width=140)   # logs and pipes: no wrapping at 80 columns
+    console = Console(stderr=stderr)
+    # Logs and pipes: tables laid out in 140 columns, other lines never wrapped (a grep finds a whole phrase)
+    return console if console.is_terminal else Console(stderr=stderr, width=140, soft_wrap=True)
 
 
 def compile_mode(submission, archs, expect, task_dir) -> int:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from arena.cpuset import Cpuset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EVALUATED_CODES = (0, 112)          # eval.py's verdicts: passed, failed; anything else is no verdict
+EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not run here (needs a GPU this
+                                    # machine lacks); anything else is no verdict
 RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
 RAY_INSTALL = "python3 -m pip install 'ray>=2.9'"
 
