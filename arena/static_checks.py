@@ -60,15 +60,35 @@ RULES = (
 
 _DIRECTIVE = re.compile(r"#!POPCORN\s")
 _COMPILED = [(code, re.compile(pattern), message) for code, pattern, message in RULES]
+# Rules about Python's own objects, not read inside string literals: in the C++/CUDA source a submission hands
+# to load_inline, `t.data_ptr()` is how every launch passes its pointers, not a cache key
+PYTHON_ONLY = ("pointer-cache",)
+
+
+def _string_lines(text: str) -> set[int]:
+    """The (1-based) lines that lie wholly inside a multi-line string literal (embedded C++/CUDA source)."""
+    import io
+    import tokenize
+    inside = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0] + 1, token.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass                            # not Python as a whole: every line is read
+    return inside
 
 
 def scan_text(text: str) -> list[Finding]:
     """Every rule that matches, with the (1-based) line numbers where it does."""
     found = {}
+    in_strings = _string_lines(text)
     for number, line in enumerate(text.splitlines(), 1):
         if _DIRECTIVE.match(line):      # "#!POPCORN leaderboard ..." / "#!POPCORN gpu B200": the CLI's header
             continue
         for code, pattern, message in _COMPILED:
+            if code in PYTHON_ONLY and number in in_strings:
+                continue
             if pattern.search(line):
                 found.setdefault(code, Finding(code, message, [])).lines.append(number)
     return [found[code] for code, _, _ in _COMPILED if code in found]

@@ -248,3 +248,12 @@ def test_the_profile_table_is_laid_out_by_the_evaluator_from_checked_rows():
                 [["k", 1, 0, 0, 0]], [[7, 1, 0, 0, 0, 0]], "a table", [["k", 1, 0, 0, 0, 0]] * (MAX_ROWS + 1)):
         with pytest.raises(ProfileError):
             build_table(bad)
+
+
+def test_pointers_handed_to_a_kernel_in_embedded_cuda_source_are_no_cache_hint():
+    """`t.data_ptr()` inside the C++ source a submission hands to load_inline is how a launch passes its
+    pointers; the same in Python code still is a hint (the shipped kernel has both kinds of line)."""
+    assert "pointer-cache" not in [f.code for f in static_checks.scan(os.path.join(ROOT, "submission.py"))]
+    source = 'CPP = """\nvoid run(torch::Tensor a) {\n  launch(a.data_ptr());\n}\n"""\nkey = (a.data_ptr(), 1)\n'
+    found = [f for f in static_checks.scan_text(source) if f.code == "pointer-cache"]
+    assert found and found[0].lines == [6]
