@@ -254,8 +254,9 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
               "a row already there for the same content, task, mode and cases is not evaluated again.")
 @click.option("--address", default=None, metavar="HOST:PORT", help="A Ray cluster to use (default: start one on this machine, over "
               "all its GPUs, or its cores without a GPU).")
-@click.option("--timeout", type=float, default=180.0, show_default=True, metavar="SECONDS",
-              help="Seconds each request to a submission may take before it is stopped, as in a single run.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Seconds each request to a submission may take before it is stopped (default: fitted to each "
+              "case, as in a single run).")
 @click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the ranking as a self-contained HTML file.")
 @click.option("--gpus", type=click.IntRange(min=0), default=None,

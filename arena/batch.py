@@ -29,6 +29,7 @@ from arena.cpuset import Cpuset
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not run here (needs a GPU this
                                     # machine lacks); anything else is no verdict
+FITTED_TIMEOUT_BOUND_S = 600.0      # a case's requests under eval.py's fitted timeout, at most (for the deadline)
 RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
 RAY_INSTALL = "python3 -m pip install 'ray>=2.9'"
 
@@ -49,7 +50,7 @@ class BatchPlan:
     spec_text: str | None           # the --spec file's text, or None for the task's own cases
     cases_id: str                   # which cases: "tests" / "benchmarks" or "spec:<sha256 prefix>"
     case_count: int
-    timeout: float                  # seconds per case, as eval.py --timeout
+    timeout: float | None           # seconds per request, as eval.py --timeout (None: fitted to each case)
     on_gpu: bool = False            # one GPU per evaluation (set by the driver once it sees the cluster)
     driver_omp_threads: str | None = None     # OMP_NUM_THREADS where `batch` was started (None: unset)
     slots: int = 1                  # evaluations at once on one machine (its GPUs, or its cores without one)
@@ -196,14 +197,17 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
         report = os.path.join(scratch, "result.json")
         task_dir = plan.task_dir if os.path.isabs(plan.task_dir) else os.path.join(ROOT, plan.task_dir)
         command = [sys.executable, os.path.join(ROOT, "eval.py"), plan.mode, "--submission", path,
-                   "--task", task_dir, "--json", report, "--quiet", "--timeout", str(plan.timeout)]
+                   "--task", task_dir, "--json", report, "--quiet"]
+        command += ["--timeout", str(plan.timeout)] if plan.timeout is not None else []
         if plan.spec_text is not None:
             spec = os.path.join(scratch, "spec.txt")
             with open(spec, "w") as f:
                 f.write(plan.spec_text)
             command.insert(3, spec)
-        # A whole run may take every case's timeout, the worker's start and the timing after each case.
-        deadline = plan.timeout * (plan.case_count + 1) + 300
+        # A whole run may take every case's timeout, the worker's start and the timing after each case (a
+        # fitted timeout: the most one request gets before a call answered, a build included).
+        per_case = plan.timeout if plan.timeout is not None else FITTED_TIMEOUT_BOUND_S
+        deadline = per_case * (plan.case_count + 1) + 300
         environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
         if plan.on_gpu:     # Ray caps a 1-CPU task at one OpenMP thread; a single run on a GPU has no such cap
             environment.pop("OMP_NUM_THREADS", None)

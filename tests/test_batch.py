@@ -356,3 +356,17 @@ def test_an_evaluation_cannot_widen_its_cores_past_its_cpuset():
         fence.remove()
     assert json.loads(out.stdout) == sorted(cores), (out.stdout, out.stderr[-500:])
     assert not os.path.exists(fence.folder)
+
+
+def test_without_a_timeout_a_hang_costs_what_a_single_run_fits_to_the_case(tmp_path):
+    """No --timeout: each evaluation fits its limit to the case as a single run does (30 s and a little for a
+    small CPU case), not a flat 180 s."""
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(os.path.join(ROOT, "tests", "submissions", "hangs.py"), folder / "hangs.py")
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch(str(folder), "--spec", spec_file(ONE), "--jsonl", str(jsonl))
+    assert done.returncode == 112, done.stderr[-2000:]
+    row = read_jsonl(jsonl)[0]
+    limit = float(row["cases"][0]["error"].split("timed out after ")[1].split(" s")[0])
+    assert limit < 60, row["cases"][0]["error"]
