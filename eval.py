@@ -319,7 +319,7 @@ def evaluate(mode: str, given: dict):
     from arena.evaluation import EmulationUnavailable, run_mode
     from arena.options import RunOptions
     from arena.specs import apply_secret_seed
-    from arena.taskdef import TaskError
+    from arena.taskdef import TaskError, task_named_elsewhere
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(given["seed"])
@@ -360,6 +360,9 @@ def evaluate(mode: str, given: dict):
             options = replace(options, cases=tuple(diagnose_default(task, options, case_set or "tests")))
     from arena import static_checks
     static = static_checks.scan(submission)
+    other = task_named_elsewhere(submission, task)
+    if other:
+        click.echo(f"notice: {other}", err=True)
 
     indexed = list(options.cases)
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,28 @@ CASE_SETS = ("tests", "benchmarks", "robustness")
 
 class TaskError(ValueError):
     """A task folder that cannot be used; the message names the file and the problem."""
+
+
+_LEADERBOARD = re.compile(r"^#!POPCORN\s+leaderboard\s+(\S+)", re.MULTILINE)
+
+
+def task_named_elsewhere(submission: str, task: "Task") -> str:
+    """One line when the submission's `#!POPCORN leaderboard NAME` header (popcorn-cli's) names another task
+    than the one this run evaluates: its inputs will not be the ones it was written for."""
+    try:
+        with open(submission, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return ""
+    found = _LEADERBOARD.search(head)
+    if not found or found.group(1) == task.name:
+        return ""
+    named = found.group(1)
+    folder = REPO_ROOT / "tasks" / named
+    where = f"pass --task {folder.relative_to(REPO_ROOT)}" if (folder / "task.yml").exists() else \
+        "no task folder of that name here" if named != "nvfp4_gemm" else "leave --task out"
+    return (f"{os.path.basename(submission)} names the leaderboard {named} (its #!POPCORN line), but this run "
+            f"evaluates {task.name}: {where}")
 
 
 @dataclass

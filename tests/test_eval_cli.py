@@ -201,3 +201,15 @@ def test_a_task_whose_reference_fails_to_import_is_one_clear_line(tmp_path):
     assert run.stderr.strip().splitlines()[-1] == (f"error: the task's reference.py ({tmp_path}) failed to import: "
                                                    "RuntimeError: broken reference")
     assert "Traceback" not in run.stderr
+
+
+def test_a_submission_whose_popcorn_header_names_another_task_is_told_which_task_to_pass(tmp_path):
+    from arena.taskdef import load_task, task_named_elsewhere
+    written = tmp_path / "gemv_kernel.py"
+    written.write_text("#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n"
+                       + open(GOOD).read())
+    run = run_eval("test", "--only", "0", "--submission", str(written))
+    assert ("notice: gemv_kernel.py names the leaderboard nvfp4_gemv (its #!POPCORN line), but this run "
+            "evaluates nvfp4_gemm: pass --task tasks/nvfp4_gemv") in run.stderr
+    assert task_named_elsewhere(str(written), load_task(os.path.join(ROOT, "tasks", "nvfp4_gemv"))) == ""
+    assert task_named_elsewhere(GOOD, load_task(ROOT)) == ""           # no header: nothing to say
