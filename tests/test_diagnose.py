@@ -56,6 +56,7 @@ FIRES = [
     ("layout_rows_plain", SQUARE, "rows_plain", "32-row and 4-row-group roles swapped"),
     ("layout_to_blocked_no_transpose", SQUARE, "to_blocked_no_transpose",
      "to_blocked without its .transpose(1, 2): row r of each 128-row block received row 4·(r % 32) + r / 32's"),
+    ("layout_rowblock_wrapped", SQUARE, "rowblock_stride_zero", "the row-block index dropped from the offset"),
     ("layout_rowblock_stride", SQUARE, "rowblock_stride_scales",
      "row block 0 reads its scales right, every later one reads another block's tiles or past the buffer"),
     ("layout_inner_transposed", SQUARE, "inner_transposed", "4-row-group and K-position indices swapped"),

@@ -58,6 +58,8 @@ LAYOUT_BUGS = {
                                    lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j, f=stride:
                                    (rb * f(CB, SK) + cb) * TILE_BYTES + r32 * 16 + r4 * 4 + c4)
        for name, words, stride in (
+           ("zero", "0 (the row-block index dropped from the offset: every block reads the first block's)",
+            lambda CB, SK: 0),
            ("scales", "the count of scales per row (K/16, a tile per scale)", lambda CB, SK: 4 * CB),
            ("double", "twice the K tiles (a count padded or doubled)", lambda CB, SK: 2 * CB),
            ("plus_one", "one tile more than the K tiles (a count padded by one)", lambda CB, SK: CB + 1),

@@ -17,7 +17,7 @@ ADVICE = {
                                "((r%128)/32)*4 + k%4 of a 512-byte tile holds row r's scale.",
     **{f"rowblock_stride_{name}": "a 128-row block of blocked scales is ceil(K/64) tiles of 512 bytes: the "
                                   "stride from one to the next is ceil(K/64)*512 bytes, from the unpadded K."
-       for name in ("scales", "double", "plus_one", "pad4", "pad8")},
+       for name in ("zero", "scales", "double", "plus_one", "pad4", "pad8")},
     "transposed": "check the epilogue's row/column indexing (or which operand is M).",
     "nibble_swap": "element 0 of each byte is the LOW nibble: fix the unpacking of the operand that differs.",
     "scales_ignored": "the scale factors never reach the MMA/epilogue.",

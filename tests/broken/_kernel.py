@@ -8,7 +8,9 @@ classic bug. Reads past the end of a batch's scale buffer return zeros, as a TMA
 import torch
 
 E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
-LAYOUT_BUGS = ("rows_plain", "to_blocked_no_transpose", "rowblock_stride_scales", "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
+LAYOUT_BUGS = ("rows_plain", "to_blocked_no_transpose",
+               *(f"rowblock_stride_{n}" for n in ("zero", "scales", "double", "plus_one", "pad4", "pad8")),
+               "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
                "permuted_contiguous", "plain_as_blocked", "blocked_as_plain", "sbo_0", "sbo_16", "sbo_32", "sbo_64")
 
 
@@ -45,8 +47,10 @@ def scale_offsets(mn: int, sk: int, bug, device) -> torch.Tensor:
         inside = r32 * 16 + k4 * 4 + r4
     elif bug == "kgroup_swapped":     # K tile index and position in the group of 4 swapped
         tile, inside = rb * k_tiles + k4, r32 * 16 + r4 * 4 + kb
-    elif bug == "rowblock_stride_scales":    # row-block stride from the scale count (K/16), not the K tiles
-        tile = rb * 4 * k_tiles + kb
+    elif bug and bug.startswith("rowblock_stride_"):   # the stride between 128-row blocks from a wrong count
+        stride = {"zero": 0, "scales": 4 * k_tiles, "double": 2 * k_tiles, "plus_one": k_tiles + 1,
+                  "pad4": (k_tiles + 3) // 4 * 4, "pad8": (k_tiles + 7) // 8 * 8}[bug[len("rowblock_stride_"):]]
+        tile = rb * stride + kb
     elif bug == "ktile_stride":       # 4 tiles per K tile instead of 1
         tile = rb * k_tiles + 4 * kb
     elif bug == "tile_order":         # tiles walked K-tile-major
