@@ -206,6 +206,7 @@ class Evaluator:
     def _check(self, data, output) -> tuple[bool, str, list]:
         """(passed, one-line error, detail lines). The reference runs here, on the parent's original."""
         self._sync()
+        self._expected = None                   # a task's own check leaves none: never an earlier case's
         check = self.reference.check_implementation
         if not isinstance(check, ReferenceCheck):       # a task's own check: its message, as one line
             good, message = check(data, output)
