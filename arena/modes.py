@@ -7,6 +7,7 @@ reference on its original after the call and checks every output it is shown. Th
 from __future__ import annotations
 
 import functools
+import math
 import random
 import secrets
 import time
@@ -481,18 +482,26 @@ _RANDOM = random.SystemRandom()
 WINDOW_LOG = 32     # the first windows of a case, each in the JSON (what the parent's floor is made of)
 
 
+def _us(value) -> float | None:
+    """A worker's figure in ns as µs, or None when it is not a plain finite number (the worker says what it
+    likes: these are shown, never used to rank, and must not break the case)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        shown = float(value) / 1e3
+    except OverflowError:
+        return None
+    return round(shown, 1) if math.isfinite(shown) else None
+
+
 def _window_row(window, clean, reported_ns: float) -> list:
     """One window as the JSON shows it (us): the parent's clock on the submission's window and on the clean
     one, the reported total, then each worker's own account of its timed loop and of its host's enqueueing."""
     def loop(w):
         phases = w.fields.get("phases_ns")
-        return round(phases[0] / 1e3, 1) if isinstance(phases, list) and phases else None
-
-    def host(w):
-        value = w.fields.get("host_ns")
-        return round(value / 1e3, 1) if isinstance(value, (int, float)) else None
-    return [round(window.elapsed_ns / 1e3, 1), round(clean.elapsed_ns / 1e3, 1), round(reported_ns / 1e3, 1),
-            loop(window), loop(clean), host(window), host(clean)]
+        return _us(phases[0]) if isinstance(phases, list) and phases else None
+    return [_us(window.elapsed_ns), _us(clean.elapsed_ns), _us(reported_ns), loop(window), loop(clean),
+            _us(window.fields.get("host_ns")), _us(clean.fields.get("host_ns"))]
 
 
 def median_phases(phases: list) -> dict:
@@ -501,9 +510,10 @@ def median_phases(phases: list) -> dict:
     parent's clock."""
     shown = {}
     for name, index in (("submission", 0), ("clean", 1)):
-        rows = [p[index] for p in phases if isinstance(p[index], list) and len(p[index]) == 2]
+        rows = [[_us(x) for x in p[index]] for p in phases if isinstance(p[index], list) and len(p[index]) == 2]
+        rows = [r for r in rows if None not in r]
         if rows:
-            shown[name] = [round(sorted(r[i] for r in rows)[len(rows) // 2] / 1e3, 1) for i in range(2)]
+            shown[name] = [sorted(r[i] for r in rows)[len(rows) // 2] for i in range(2)]
     return shown
 
 

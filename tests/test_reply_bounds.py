@@ -108,3 +108,15 @@ def test_timed_seeds_are_64_bit_and_fresh():
     seeds = {fresh_seed() for _ in range(1000)}
     assert len(seeds) == 1000 and max(seeds) > 2**62 and all(0 <= s < 2**64 for s in seeds)
     torch.manual_seed(max(seeds))           # torch takes every one of them
+
+
+def test_a_workers_own_account_of_its_windows_cannot_break_the_case():
+    """phases_ns and host_ns are shown in the JSON, never ranked: strings, NaN, booleans and integers too large
+    for a float become None, never an exception in the parent."""
+    from types import SimpleNamespace
+
+    from arena.modes import _window_row, median_phases
+    hostile = SimpleNamespace(elapsed_ns=2e6, fields={"phases_ns": [10**400, "x"], "host_ns": float("nan")})
+    clean = SimpleNamespace(elapsed_ns=1e6, fields={"phases_ns": [True], "host_ns": "y"})
+    assert _window_row(hostile, clean, 5e5) == [2000.0, 1000.0, 500.0, None, None, None, None]
+    assert median_phases([([10**400, 1], [1e6, 2e3]), (["a", "b"], None)]) == {"clean": [1000.0, 2.0]}
