@@ -140,6 +140,9 @@ def stop_on_signals():
         raise Terminated(signum)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, handler)
+    # A signal mask is inherited: a parent that blocked these (a test runner's thread, a library) would leave
+    # Ctrl-C and SIGTERM pending for ever, and the run would never stop with the cases it finished
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 # ---- the worker's jail and its private folder --------------------------------------------------------------

@@ -273,3 +273,20 @@ def test_a_new_pattern_gets_a_full_diagnosis_and_no_internal_key_reaches_the_use
     shown = run.stdout + run.stderr
     for key in list(LAYOUT_BUGS) + ["view_", "nest_", "swap_"]:
         assert f"{key}:" not in shown and f"{key}_partial" not in shown, key
+
+
+def test_sigint_stops_the_run_even_when_the_parent_blocked_it(tmp_path):
+    """A blocked signal mask is inherited across fork and exec: eval.py unblocks SIGINT, so Ctrl-C still ends
+    the run with the cases it finished."""
+    out = tmp_path / "out.json"
+    process = subprocess.Popen([sys.executable, "eval.py", "test", spec_file(MANY), "--submission",
+                                submission("slow_steps.py"), "--json", str(out)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+    for line in process.stderr:
+        if line.startswith("[arena] case 0: pass"):
+            process.send_signal(signal.SIGINT)
+            break
+    process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert json.loads(out.read_text())["cases_finished"] < 8

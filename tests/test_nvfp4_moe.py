@@ -263,3 +263,14 @@ def test_a_profile_that_overflows_fp16_accepts_nothing(reference):
     expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
     assert not bool(reference.moe_envelope.outside(data, expected).any())
     assert bool(reference.moe_envelope.outside(data, (expected.float() * 2).to(expected.dtype)).all())
+
+
+@pytest.mark.parametrize("case", [SMALL, EMPTY])
+@pytest.mark.parametrize("precision", ["routed_weight", "other_neighbour"])
+def test_a_weight_rounded_once_from_fp32_and_the_other_bf16_neighbour_are_accepted(reference, moe_helper, case,
+                                                                                   precision):
+    """vLLM's MUL_ROUTED_WEIGHT (the weighted fp32 product stored once in bf16, summed in fp32), and a final
+    rounding to the other bf16 neighbour of the exact sum (what bf16 atomic adds can give): both correct."""
+    kind = moe_helper.ROUTED_WEIGHT if precision == "routed_weight" else {"final": "other"}
+    data, out = _run_helper(reference, moe_helper, case, precision=kind)
+    assert not bool(reference.moe_envelope.outside(data, out).any())

@@ -19,8 +19,12 @@ from arena.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize
 NOISE = 2.0 ** -20          # relative noise of fp32 sums in any order, fast exp, reciprocal-multiply
 SCALE_NOISE = 2.0 ** -21    # relative noise of a kernel's own quantization arithmetic (amax/6/gs, x/scale)
 INTERMEDIATE = (torch.float32, torch.bfloat16, torch.float16)        # h and act, each independently
-FINISH = ((torch.float32, torch.float32), (torch.bfloat16, torch.float32),   # (expert output y, combine)
-          (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32))
+# (expert output y, each weighted term, the router weight): fp32 throughout; y stored in bf16 or fp16 then
+# weighted in fp32; vLLM's bf16 weight × bf16 y stored in bf16; vLLM/SGLang fused_moe's MUL_ROUTED_WEIGHT and
+# TensorRT-LLM's finalize, the fp32 y × fp32 weight stored once in bf16. The terms are summed in fp32.
+FINISH = ((torch.float32, torch.float32, torch.float32), (torch.bfloat16, torch.float32, torch.float32),
+          (torch.bfloat16, torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
+          (torch.float32, torch.bfloat16, torch.float32))
 
 
 def stored(x: torch.Tensor, dtype) -> torch.Tensor:
@@ -128,13 +132,25 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
                 y = q @ w2e.T
                 band = NOISE * (q.abs() @ w2e.abs().T) + dev @ w2e.abs().T
                 experts.append((token, slot, weights[token, slot].to(dtype).unsqueeze(1), y, band))
-            for ydt, cdt in FINISH:
-                ok |= _within(got, experts, ydt, cdt, output.dtype, ids.shape[1])
+            for ydt, cdt, wdt in FINISH:
+                ok |= _within(got, experts, ydt, cdt, wdt, output.dtype, ids.shape[1])
     return ~ok
 
 
-def _within(got, experts, ydt, cdt, out_dtype, k: int) -> torch.Tensor:
-    """Where `got` lies in this profile's envelope: its combine, then either bf16 neighbour of the band."""
+def _rounded(x: torch.Tensor, dtype, toward: float) -> torch.Tensor:
+    """x stored in `dtype`, rounded toward -inf or +inf (`toward`), back in x's dtype."""
+    if dtype == torch.float32 and x.dtype == torch.float32:
+        return x
+    near = x.to(dtype)
+    beyond = torch.nextafter(near, torch.full_like(near, toward)).to(x.dtype)
+    near = near.to(x.dtype)
+    passed = (near < x) if toward > 0 else (near > x)      # nearest fell on the band's inner side
+    return torch.where(passed, beyond, near)
+
+
+def _within(got, experts, ydt, cdt, wdt, out_dtype, k: int) -> torch.Tensor:
+    """Where `got` lies in this profile's envelope: its combine, then either neighbour in the output dtype of
+    the band's ends (the band's low end rounded down, its high end rounded up)."""
     center = torch.zeros(got.shape[0], k, got.shape[1], dtype=got.dtype, device=got.device)
     allowance = torch.zeros_like(center)        # one row per (token, slot): each written once, no scatter-add
     for token, slot, weight, y, band in experts:
@@ -143,16 +159,16 @@ def _within(got, experts, ydt, cdt, out_dtype, k: int) -> torch.Tensor:
             if ydt != torch.float32 else band
         if cdt == torch.float32:
             term, spread = ys * weight, reach * weight.abs()
-        else:                                    # vLLM: y × weight.to(bf16), each product stored in bf16
-            w = stored(weight, cdt)
+        else:                                    # each weighted term stored in bf16 (the weight as wdt)
+            w = stored(weight, wdt)
             term = stored(ys * w, cdt)
             spread = torch.maximum((stored((ys - reach) * w, cdt) - term).abs(),
                                    (stored((ys + reach) * w, cdt) - term).abs())
         center[token, slot] = term
         allowance[token, slot] = spread + NOISE * term.abs()
     center, allowance = center.sum(1), allowance.sum(1)
-    low = stored(center - allowance, out_dtype)
-    high = stored(center + allowance, out_dtype)
+    low = _rounded(center - allowance, out_dtype, float("-inf"))
+    high = _rounded(center + allowance, out_dtype, float("inf"))
     # A profile whose intermediates overflow (fp16 past 65504) reaches no finite output: an infinite band
     # there would accept anything.
     finite = torch.isfinite(center) & torch.isfinite(allowance)

@@ -28,6 +28,8 @@ def _decode(packed, scales):
 
 
 VLLM = {"hidden": torch.bfloat16, "act": torch.bfloat16, "y": torch.bfloat16, "combine": torch.bfloat16}
+# vLLM/SGLang fused_moe with MUL_ROUTED_WEIGHT: the weight applied to GEMM2's fp32 accumulator, stored as bf16
+ROUTED_WEIGHT = {"hidden": torch.bfloat16, "act": torch.bfloat16, "weighted": torch.bfloat16}
 
 
 def _stored(x, dtype):
@@ -118,14 +120,22 @@ def run(data, bug=None, precision=None):
                 owed = False
             stale = y[-1].clone()
             weight = torch.ones_like(weights[token, slot]) if bug == "combine_unweighted" else weights[token, slot]
-            if kind.get("combine") is not None:
+            if kind.get("weighted") is not None:    # the router weight applied to the fp32 y, stored once
+                contribution = (y * weight.unsqueeze(1)).to(kind["weighted"]).float()
+            elif kind.get("combine") is not None:
                 contribution = (y.to(kind["combine"]) * weight.to(kind["combine"]).unsqueeze(1)).float()
             else:
                 contribution = y * weight.unsqueeze(1)
             total.index_add_(0, token, contribution)
         if bug == "nudged":                         # a uniform 1 % error
             total = total * 1.01
-        out.copy_(total.to(out.dtype))
+        rounded = total.to(out.dtype)
+        if kind.get("final") == "other":            # the other neighbour of the exact sum (not the nearest)
+            up = torch.nextafter(rounded, torch.full_like(rounded, float("inf")))
+            down = torch.nextafter(rounded, torch.full_like(rounded, float("-inf")))
+            exact = rounded.float()
+            rounded = torch.where(exact < total, up, torch.where(exact > total, down, rounded))
+        out.copy_(rounded)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous
     return out
