@@ -26,6 +26,14 @@ class Run:
     doc: dict | None = None     # the --json report, with json_report=True (None if none was written)
 
 
+def as_from_a_terminal():
+    """For preexec_fn: SIGINT as a terminal's Ctrl-C finds it. A test run started in the background of a
+    non-interactive shell inherits SIGINT ignored, which Python (and so eval.py) keeps, as a background job
+    should; the tests that send SIGINT model a user at a terminal."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spec_file(text: str) -> str:
     f = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
     f.write(text)

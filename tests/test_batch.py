@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.evalrun import ROOT, run_eval, run_on_terminal, spec_file
+from tests.evalrun import ROOT, as_from_a_terminal, run_eval, run_on_terminal, spec_file
 
 ray = pytest.importorskip("ray", reason="eval.py batch needs Ray (python3 -m pip install 'ray>=2.9')")
 
@@ -296,7 +296,8 @@ def test_ctrl_c_stops_every_evaluation_and_keeps_the_rows(tmp_path):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("POPCORN_")}
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "batch", str(folder), "--spec",
                              spec_file(ONE), "--jsonl", str(jsonl)], cwd=ROOT, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     deadline = time.time() + 180
     while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().strip() and _an_eval_of("slow_")):
         time.sleep(0.2)

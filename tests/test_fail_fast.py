@@ -11,7 +11,7 @@ import time
 import pytest
 
 from arena.modes import AUTO_FLOOR_S, auto_timeout
-from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file, submission
+from tests.evalrun import GOOD, ROOT, SMALL, as_from_a_terminal, run_eval, spec_file, submission
 
 MANY = "".join(f"m: 128; n: 256; k: 256; l: 1; seed: {i}\n" for i in range(8))
 
@@ -56,7 +56,8 @@ def _stop_after_first_case(signum, tmp_path, popcorn=False):
         env["POPCORN_FD"], pass_fds = str(write_end), (write_end,)
     process = subprocess.Popen([sys.executable, "eval.py", "test", spec_file(MANY), "--submission",
                                 submission("slow_steps.py"), "--json", str(out)], cwd=ROOT, env=env,
-                               pass_fds=pass_fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               pass_fds=pass_fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=as_from_a_terminal)
     if popcorn:
         os.close(write_end)
     seen = []
@@ -282,7 +283,8 @@ def test_sigint_stops_the_run_even_when_the_parent_blocked_it(tmp_path):
     process = subprocess.Popen([sys.executable, "eval.py", "test", spec_file(MANY), "--submission",
                                 submission("slow_steps.py"), "--json", str(out)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+                               preexec_fn=lambda: (as_from_a_terminal(),
+                                                   signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})))
     for line in process.stderr:
         if line.startswith("[arena] case 0: pass"):
             process.send_signal(signal.SIGINT)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.evalrun import GOOD, ROOT, run_eval, spec_file
+from tests.evalrun import GOOD, ROOT, as_from_a_terminal, run_eval, spec_file
 
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"
 FAST = ("--max-runs", "8", "--max-time", "2")
@@ -167,7 +167,7 @@ def test_a_signal_to_the_evaluator_leaves_no_worker_running(one, exploit_dir, si
     environment["EXPLOIT_DIR"] = exploit_dir
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "test", one, "--submission",
                              exploit("busy_forever")], cwd=ROOT, env=environment, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     deadline = time.time() + 120
     while not read_log(exploit_dir, "busy") and time.time() < deadline:
         time.sleep(0.2)
