@@ -28,8 +28,8 @@ def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = N
             lines += [(f"test.{r.index}.spec", r.spec), (f"test.{r.index}.status", "pass" if r.passed else "fail")]
             if not r.passed:
                 lines.append((f"test.{r.index}.error", _one_line(r.error)))
-            if r.not_run:       # an extra key (the official runner ignores keys it does not know): not judged
-                lines.append((f"test.{r.index}.not_run", _one_line(r.not_run)))
+                if r.not_run:   # an extra key (the official runner ignores keys it does not know): not judged
+                    lines.append((f"test.{r.index}.not_run", _one_line(r.not_run)))
             elif r.message:
                 lines.append((f"test.{r.index}.message", _one_line(r.message)))
     elif mode == "profile":

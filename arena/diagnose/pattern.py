@@ -4,8 +4,8 @@ full (arena/modes.py Evaluator._diagnose; --diagnose-all diagnoses every one).
 
 The pattern holds what does not depend on luck in the data: NaN/Inf present, all zeros, the share of wrong
 elements in coarse steps, and the wrong rows and columns as the anatomy words them (computed here without the
-anatomy's error sizes and tile map, which cost seconds on the largest test shapes). A difference in any of them (a tail bug's rows on another shape, a NaN that appears) gets a
-full diagnosis again.
+anatomy's error sizes and tile map, which cost seconds on the largest test shapes). A difference in any of
+them (a tail bug's rows on another shape, a NaN that appears) gets a full diagnosis again.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ SHARE_STEPS = (0.01, 0.1, 0.5, 0.9)     # the share of wrong elements, in these 
 class FailurePattern:
     key: tuple              # equal keys: the same pattern
     words: str              # the pattern in a few words
-    lines: list             # the anatomy's evidence for this case (counts, rows, columns, tile map)
+    lines: list             # this case's evidence: how many elements are wrong, which rows and columns
 
 
 def failure_pattern(output, expected, reference) -> FailurePattern | None:
