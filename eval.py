@@ -127,6 +127,8 @@ case_options = with_options(      # every verb that runs cases of a task
         click.option("--diagnose-all", is_flag=True, help="Diagnose every failing case in full (default: the "
                      "first failing case in full; a later one whose wrong elements fall in the same pattern is "
                      "said to fail like it, and only a new pattern is diagnosed again)."),
+        click.option("--strict", is_flag=True, help="Refuse an output whose dtype or strided layout differs from "
+                     "the reference's (default: a warning, and the values decide, as in the competition)."),
         click.option("--no-sandbox", is_flag=True, help="Run the submission as this user, without isolation "
                      "(needed to rank when the evaluator is not root; never for untrusted code)."),
         click.option("--quiet", "-q", is_flag=True, help="No live progress on stderr."),
@@ -348,7 +350,7 @@ def evaluate(mode: str, given: dict):
     options = RunOptions(mode=mode, submission=os.path.abspath(submission), cases=tuple(indexed),
                          timeout=given["timeout"], max_runs=given.get("max_runs"), max_time=given.get("max_time"),
                          keep_going=given.get("keep_going", False), timing_method=given.get("timing_method"),
-                         diagnose_all=given.get("diagnose_all", False),
+                         diagnose_all=given.get("diagnose_all", False), strict=given.get("strict", False),
                          sandboxed=not given["no_sandbox"], popcorn_fd=popcorn_fd,
                          figures=bool(report_path or plots_dir), quiet=given.get("quiet", False),
                          emulate_blackwell=given.get("emulate_blackwell", False))

@@ -47,20 +47,48 @@ def verbose_allequal(received, expected, max_print=5) -> list[str]:
     return _describe(torch.ne(received, expected), received, expected, max_print)
 
 
-def contract_problem(output, expected: torch.Tensor) -> str | None:
-    """Why `output` breaks the task's output contract (type, dtype, shape, device), or None.
+def contract_problem(output, expected: torch.Tensor, strict: bool = True) -> str | None:
+    """Why `output` breaks the task's output contract (type, shape, device; with `strict`, also its dtype and
+    a strided layout), or None.
 
-    The competition checks only values, so an fp32 result or one on the CPU passed there; here it fails.
+    The competition checks only values, so an fp32 result passed there: unless strict, a dtype or layout that
+    differs is a warning (`layout_warnings`), and the values decide.
     """
     if not isinstance(output, torch.Tensor):
         return f"custom_kernel returned {type(output).__name__}, expected a torch.Tensor"
-    if output.dtype != expected.dtype:
+    if strict and output.dtype != expected.dtype:
         return f"output dtype is {output.dtype}, expected {expected.dtype}"
     if tuple(output.shape) != tuple(expected.shape):
         return f"output shape is {list(output.shape)}, expected {list(expected.shape)}"
     if output.device != expected.device:
         return f"output is on {output.device}, expected {expected.device} (the inputs' device)"
+    if strict and not _dense_like(output, expected):
+        return f"output is {_strided(output)} (--strict asks for a dense tensor)"
     return None
+
+
+def _dense_like(output: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Contiguous, or laid out as the reference's own output (the tasks' c may be a permuted view)."""
+    return output.is_contiguous() or tuple(output.stride()) == tuple(expected.stride())
+
+
+def _strided(output: torch.Tensor) -> str:
+    return f"a strided view (stride {tuple(output.stride())} for shape {tuple(output.shape)})"
+
+
+def layout_warnings(output, expected: torch.Tensor) -> list[str]:
+    """What the competition accepts but a caller might not: a dtype other than the reference's, a strided view.
+    One line each; the values are compared all the same."""
+    if not isinstance(output, torch.Tensor) or tuple(output.shape) != tuple(expected.shape):
+        return []
+    found = []
+    if output.dtype != expected.dtype:
+        found.append(f"output dtype is {output.dtype}, expected {expected.dtype}: compared by value, as the "
+                     f"competition does (--strict refuses it)")
+    if not _dense_like(output, expected):
+        found.append(f"output is {_strided(output)}: compared by value, as the competition does; code that "
+                     f"reads it as a dense tensor would misread it (--strict refuses it)")
+    return found
 
 
 @torch.no_grad()
@@ -75,7 +103,7 @@ def dtype_only_note(output, expected: torch.Tensor, rtol: float, atol: float) ->
     return " (its values match the reference: the competition, which compares values only, would pass it)"
 
 
-def group_contract_problem(output, expected: list) -> str | None:
+def group_contract_problem(output, expected: list, strict: bool = True) -> str | None:
     """Why a per-group output (a list of tensors) breaks the contract: its type, its length (the competition
     added that check after `return []` passed), or any group's dtype, shape or device. None if fine."""
     if not isinstance(output, (list, tuple)):
@@ -83,7 +111,7 @@ def group_contract_problem(output, expected: list) -> str | None:
     if len(output) != len(expected):
         return f"custom_kernel returned {len(output)} tensors, expected {len(expected)} (one per group)"
     for i, (out, want) in enumerate(zip(output, expected)):
-        problem = contract_problem(out, want)
+        problem = contract_problem(out, want, strict)
         if problem:
             return f"group {i}: {problem}"
     return None
@@ -97,6 +125,7 @@ class CheckResult:
     mismatches: list[str] = field(default_factory=list)    # "Number of mismatched elements: N", "ERROR AT ..."
     group: int | None = None            # the group that mismatched (group GEMM)
     expected: object = field(default=None, repr=False, compare=False)   # the reference's output (the report's pictures)
+    warnings: list[str] = field(default_factory=list)      # accepted, as the competition does, but worth a word
 
     def competition_message(self) -> str:
         """The competition's one message for this result ("" when it passed)."""
@@ -106,27 +135,30 @@ class CheckResult:
         return "mismatch found! custom implementation doesn't match reference: " + where + " ".join(self.mismatches)
 
 
-def compare(data, output, reference, rtol: float, atol: float) -> CheckResult:
+def compare(data, output, reference, rtol: float, atol: float, strict: bool = False) -> CheckResult:
     """Compute the reference on `data` and compare. A reference that returns a list (group GEMM) is compared
-    group by group."""
+    group by group. Unless `strict`, a dtype or strided layout unlike the reference's is a warning and the values
+    decide, as in the competition."""
     expected = reference(data)
     if isinstance(expected, (list, tuple)):
-        problem = group_contract_problem(output, expected)
+        problem = group_contract_problem(output, expected, strict)
         if problem:
             if isinstance(output, (list, tuple)) and len(output) == len(expected):
                 problem += next((note for out, want in zip(output, expected)
                                  if (note := dtype_only_note(out, want, rtol, atol))), "")
             return CheckResult(False, problem, expected=expected)
+        warnings = [f"group {i}: {line}" for i, (out, want) in enumerate(zip(output, expected))
+                    for line in layout_warnings(out, want)]
         for i, (out, want) in enumerate(zip(output, expected)):
             reasons = verbose_allclose(out, want, rtol=rtol, atol=atol)
             if reasons:
-                return CheckResult(False, mismatches=reasons, group=i, expected=expected)
-        return CheckResult(True, expected=expected)
-    problem = contract_problem(output, expected)
+                return CheckResult(False, mismatches=reasons, group=i, expected=expected, warnings=warnings)
+        return CheckResult(True, expected=expected, warnings=warnings)
+    problem = contract_problem(output, expected, strict)
     if problem:
         return CheckResult(False, problem + dtype_only_note(output, expected, rtol, atol), expected=expected)
     reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
-    return CheckResult(not reasons, mismatches=reasons, expected=expected)
+    return CheckResult(not reasons, mismatches=reasons, expected=expected, warnings=layout_warnings(output, expected))
 
 
 def match_reference(data, output, reference, rtol=1e-05, atol=1e-08) -> tuple[bool, str]:
@@ -146,8 +178,8 @@ class ReferenceCheck:
     def __call__(self, data, output) -> tuple[bool, str]:
         return match_reference(data, output, self.reference, self.rtol, self.atol)
 
-    def compare(self, data, output) -> CheckResult:
-        return compare(data, output, self.reference, self.rtol, self.atol)
+    def compare(self, data, output, strict: bool = False) -> CheckResult:
+        return compare(data, output, self.reference, self.rtol, self.atol, strict)
 
 
 @dataclass
@@ -164,9 +196,12 @@ class EnvelopeCheck(ReferenceCheck):
             return True, ""
         return False, result.problem or "\n".join(result.mismatches)
 
-    def compare(self, data, output) -> CheckResult:
+    def compare(self, data, output, strict: bool = False) -> CheckResult:
+        """The envelope is computed for the reference's dtype: a dtype unlike it is refused even unless strict
+        (these tasks are this project's own, not the competition's); a strided layout is a warning."""
         expected = self.reference(data)
-        problem = contract_problem(output, expected)
+        problem = contract_problem(output, expected, strict) or \
+            (f"output dtype is {output.dtype}, expected {expected.dtype}" if output.dtype != expected.dtype else None)
         if problem:
             return CheckResult(False, problem, expected=expected)
         with torch.no_grad():
@@ -178,7 +213,8 @@ class EnvelopeCheck(ReferenceCheck):
             reasons[0] = reasons[0].replace("elements:", "elements (outside the precision envelope):")
             if note:
                 reasons.insert(1, note)
-        return CheckResult(not reasons, mismatches=reasons, expected=expected)
+        return CheckResult(not reasons, mismatches=reasons, expected=expected,
+                           warnings=layout_warnings(output, expected))
 
 
 def make_match_reference(reference, rtol: float = 1e-05, atol: float = 1e-08) -> ReferenceCheck:

@@ -124,7 +124,7 @@ def _run(task, options: RunOptions, launch: Launch):
                     check_every=ranked, method=method,
                     calls_per_sample=task.competition_calls,
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS,
-                    diagnose_all=options.diagnose_all or options.mode == "diagnose")
+                    diagnose_all=options.diagnose_all or options.mode == "diagnose", strict=options.strict)
     reference = task.import_reference()
     import_timeout = max(options.timeout or 0, 300.0)
     worker = Worker(options.submission, str(task.folder), device, import_timeout=import_timeout,

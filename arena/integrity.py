@@ -241,14 +241,20 @@ def _bits(t):
     t = t.detach()
     if t.dtype == torch.bool:
         t = t.to(torch.uint8)
-    return t.reshape(-1).view(torch.uint8)
+    # contiguous first: a strided view (a column of a wider buffer) cannot be reinterpreted as bytes in place
+    return t.contiguous().reshape(-1).view(torch.uint8)
 
 
 def snapshot(output):
-    """A private copy of every tensor of an output, taken the moment it arrives."""
+    """A private copy of every tensor of an output, taken the moment it arrives, with its strides (the check
+    warns about a strided result; `clone` would make a column of a wider buffer contiguous)."""
     import torch
     from arena.nested import map_leaves
-    return map_leaves(output, lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x)
+
+    def copy(x):
+        x = x.detach()
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x)
+    return map_leaves(output, lambda x: copy(x) if isinstance(x, torch.Tensor) else x)
 
 
 def same_bits(a, b) -> bool:

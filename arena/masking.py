@@ -78,7 +78,8 @@ def digest_enqueue(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """digest's sums as 0-dimensional tensors, enqueued and not yet read (reading one waits for the GPU)."""
     by_device: dict[str, list[torch.Tensor]] = {}
     for t in tensors:
-        by_device.setdefault(str(t.device), []).append(t.detach().reshape(-1).view(torch.uint8))
+        # contiguous first: a strided 1-D view (gemv's column of a wider buffer) has no byte view of its own
+        by_device.setdefault(str(t.device), []).append(t.detach().contiguous().reshape(-1).view(torch.uint8))
     sums = []
     for device, parts in sorted(by_device.items()):
         flat = torch.cat(parts + [torch.zeros((-sum(p.numel() for p in parts)) % 4, dtype=torch.uint8,

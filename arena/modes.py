@@ -55,6 +55,7 @@ class Limits:
     calls_per_sample: int = 1       # the competition's number for the task (task.yml competition_timing)
     wall_calls: int = WALL_CALLS    # sync-to-sync calls per case (--max-runs caps them too)
     diagnose_all: bool = False      # every failing case diagnosed in full (else one per pattern of wrong elements)
+    strict: bool = False            # refuse an output dtype or strided layout that the competition accepts
 
 
 def data_bytes(data) -> int:
@@ -204,20 +205,22 @@ class Evaluator:
             result.output = (result.output + "\n" + answer.output_text).strip()[-sandbox.OUTPUT_CAP:]
         return answer
 
-    def _check(self, data, output) -> tuple[bool, str, list]:
-        """(passed, one-line error, detail lines). The reference runs here, on the parent's original."""
+    def _check(self, data, output, result) -> tuple[bool, str, list]:
+        """(passed, one-line error, detail lines); what the competition accepts but is worth a word goes to
+        `result.warnings`. The reference runs here, on the parent's original."""
         self._sync()
         self._expected = None                   # a task's own check leaves none: never an earlier case's
         check = self.reference.check_implementation
         if not isinstance(check, ReferenceCheck):       # a task's own check: its message, as one line
             good, message = check(data, output)
             return good, " ".join(str(message).split()), []
-        result = check.compare(data, output)
-        self._expected = result.expected        # for the pictures and the quick look (held until the next check)
-        if result.passed or result.problem:
-            return result.passed, result.problem, []
-        where = f"group {result.group}: " if result.group is not None else ""
-        return False, f"wrong result: {where}{result.mismatches[0]}", result.mismatches[1:]
+        checked = check.compare(data, output, strict=self.limits.strict)
+        self._expected = checked.expected       # for the pictures and the quick look (held until the next check)
+        result.warnings.extend(line for line in checked.warnings if line not in result.warnings)
+        if checked.passed or checked.problem:
+            return checked.passed, checked.problem, []
+        where = f"group {checked.group}: " if checked.group is not None else ""
+        return False, f"wrong result: {where}{checked.mismatches[0]}", checked.mismatches[1:]
 
     def _diagnose(self, result: CaseResult, data, output, regenerate=None):
         """Attach a plain-words diagnosis of a wrong output (human and JSON reports only, never POPCORN), and
@@ -225,6 +228,8 @@ class Evaluator:
         diagnosed is said to fail like it (a full diagnosis costs seconds to tens of seconds on a CPU, and the
         same kernel fails the same way on every shape); --diagnose-all diagnoses each in full."""
         from arena.diagnose import explain_failure, failure_pattern
+        from arena.nested import map_leaves
+        output = map_leaves(output, lambda x: x.contiguous() if isinstance(x, torch.Tensor) else x)   # strided results too
         pattern = None if self.limits.diagnose_all else failure_pattern(output, self._expected, self.reference)
         if pattern is not None and pattern.key in self.patterns:
             first = self.patterns[pattern.key]
@@ -267,7 +272,7 @@ class Evaluator:
                 result.error = problem
             else:
                 self.progress.stage("checking against the reference")
-                result.passed, result.error, result.details = self._check(data, output)
+                result.passed, result.error, result.details = self._check(data, output, result)
             if result.passed:
                 result.message, result.error = result.error, ""
             elif not problem or _some_groups_unchanged(problem, output):
@@ -291,7 +296,7 @@ class Evaluator:
             output, problem = self._run_once(data, "the correctness call", result)
             if not problem:
                 self.progress.stage("checking against the reference")
-            good, error, details = (False, problem, []) if problem else self._check(data, output)
+            good, error, details = (False, problem, []) if problem else self._check(data, output, result)
             if not good and problem:
                 result.error = f"failed the correctness check before timing: {error}"
                 if _some_groups_unchanged(problem, output):
@@ -448,7 +453,7 @@ class Evaluator:
             rest = to_check[1:] if head else to_check
             to_check = head + _RANDOM.sample(rest, min(1, len(rest)))
         for label, data, output in to_check:
-            good, error, details = self._check(data, output)
+            good, error, details = self._check(data, output, result)
             if not good:
                 result.error = f"a timed output is wrong: {error} ({label})"
                 result.details = details

@@ -20,6 +20,7 @@ class RunOptions:
     keep_going: bool = False                    # after a hang, run the remaining cases anyway
     first_failure: bool = False                 # stop after the first failing case (diagnose's search)
     diagnose_all: bool = False                  # diagnose every failing case in full, not only the first of a kind
+    strict: bool = False                        # refuse an output dtype or strided layout the competition accepts
     # timing
     timing_method: str | None = None            # "competition" or "per-call"; None: the device's default
     # sandbox

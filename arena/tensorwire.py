@@ -27,6 +27,7 @@ import torch
 MAX_DIMS = 8
 MAX_NODES = 100_000
 MAX_BYTES = 64 << 30           # all storages of one message
+TRIM_ABOVE = 1 << 20           # an own storage larger than this travels as the span of its tensors when smaller
 SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
@@ -53,13 +54,16 @@ def _bytes_of(storage: torch.UntypedStorage, device) -> torch.Tensor:
 
 class Encoder:
     """Turns one tree into (JSON, descriptors to attach). `inputs` maps the data_ptr of each storage the
-    receiver sent us to its index, so outputs living there are sent as references."""
+    receiver sent us to its index, so outputs living there are sent as references. A storage of its own
+    travels whole, unless its tensors span a small part of it (a result that is a view into a large split-K
+    workspace): then only the bytes from the first to the last they reach travel, and their offsets move."""
 
     def __init__(self, inputs: dict[int, int] | None = None):
         self.inputs = inputs or {}
         self.storages: list[dict] = []
         self.index: dict[tuple, int] = {}
-        self.staged: list[torch.UntypedStorage] = []     # storages whose bytes go into the shared buffer
+        self.staged: list[torch.Tensor] = []        # the bytes (uint8) that go into the shared buffer
+        self.spans: dict[int, list] = {}            # own storage index -> [first byte, end byte, tensor entries]
 
     def tree(self, value):
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -80,11 +84,20 @@ class Encoder:
         if key not in self.index:
             self.index[key] = len(self.storages)
             self.storages.append(self._storage(t, storage))
-        return {"tensor": {"storage": self.index[key], "dtype": dtype_name(t.dtype), "shape": list(t.shape),
-                           "stride": list(t.stride()), "offset": t.storage_offset()}}
+        entry = {"storage": self.index[key], "dtype": dtype_name(t.dtype), "shape": list(t.shape),
+                 "stride": list(t.stride()), "offset": t.storage_offset()}
+        span = self.spans.get(self.index[key])
+        if span is not None:
+            span[2].append(entry)
+            if t.numel():
+                size = t.element_size()
+                first = t.storage_offset() * size
+                end = first + (sum((n - 1) * abs(d) for n, d in zip(t.shape, t.stride())) + 1) * size
+                span[0], span[1] = min(span[0], first), max(span[1], end)
+        return {"tensor": entry}
 
     def _stage(self, storage: torch.UntypedStorage, device: str) -> dict:
-        self.staged.append(storage)
+        self.staged.append(_bytes_of(storage, storage.device))
         return {"buffer": len(self.staged) - 1, "nbytes": storage.nbytes(), "device": device}
 
     def _storage(self, t: torch.Tensor, storage: torch.UntypedStorage) -> dict:
@@ -97,11 +110,30 @@ class Encoder:
             return entry
         if t.device.type == "cuda" and not storage.nbytes():
             return {"empty": t.device.index or 0}
+        self.spans[len(self.storages)] = [storage.nbytes(), 0, []]
         return self._stage(storage, t.device.type)
+
+    def _trim(self):
+        """Send only the spanned bytes of an own storage that its tensors reach a small part of."""
+        for index, (first, end, tensors) in self.spans.items():
+            entry = self.storages[index]
+            first = first // 64 * 64            # keeps every tensor's byte offset a multiple of its element size
+            end = max(end, first)
+            if entry["nbytes"] <= TRIM_ABOVE or end - first > entry["nbytes"] // 2:
+                continue
+            whole = self.staged[entry["buffer"]]
+            self.staged[entry["buffer"]] = whole[first:end]
+            entry["nbytes"] = end - first
+            for tensor in tensors:
+                if tensor["shape"] and 0 in tensor["shape"]:
+                    tensor["offset"] = 0
+                else:
+                    tensor["offset"] -= first // torch.empty(0, dtype=dtype_from_name(tensor["dtype"])).element_size()
 
     def finish(self, tree) -> tuple[dict, list[int]]:
         """The message body and the descriptors to attach (the caller closes them after sending)."""
         fds = []
+        self._trim()
         if self.staged:
             fd, layout = _write_memfd(self.staged)
             fds.append(fd)
@@ -117,20 +149,20 @@ def encode(value, inputs: dict[int, int] | None = None) -> tuple[dict, list[int]
     return encoder.finish(encoder.tree(value))
 
 
-def _write_memfd(storages: list[torch.UntypedStorage]) -> tuple[int, list[int]]:
-    """One sealed shared-memory file holding every staged storage (64-byte aligned; CUDA ones copied from
-    the GPU); (fd, start of each)."""
+def _write_memfd(staged: list[torch.Tensor]) -> tuple[int, list[int]]:
+    """One sealed shared-memory file holding every staged run of bytes (64-byte aligned; CUDA ones copied
+    from the GPU); (fd, start of each)."""
     layout, size = [], 0
-    for s in storages:
+    for s in staged:
         layout.append(size)
-        size += (s.nbytes() + 63) // 64 * 64
+        size += (s.numel() + 63) // 64 * 64
     fd = os.memfd_create("arena-tensors", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(size, 64))
     if size:
         with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mapped:
             target = torch.frombuffer(mapped, dtype=torch.uint8)
-            for s, start in zip(storages, layout):
-                target[start:start + s.nbytes()].copy_(_bytes_of(s, s.device))
+            for s, start in zip(staged, layout):
+                target[start:start + s.numel()].copy_(s)
             del target
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
     return fd, layout

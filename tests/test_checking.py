@@ -23,8 +23,13 @@ def test_mismatches_are_lines_and_the_competition_message_joins_them():
                                          "Number of mismatched elements: 2 ERROR AT (1,): 3.0 2.0 "
                                          "ERROR AT (5,): 11.0 10.0")
     assert check(data, data * 2) == (True, "")
-    assert check.compare(data, (data * 2).half()).problem.startswith(
+    lenient = check.compare(data, (data * 2).half())
+    assert lenient.passed and lenient.warnings == [
+        "output dtype is torch.float16, expected torch.float32: compared by value, as the competition does "
+        "(--strict refuses it)"]
+    assert check.compare(data, (data * 2).half(), strict=True).problem.startswith(
         "output dtype is torch.float16, expected torch.float32 (its values match the reference")
+    assert check.compare(data, (data * 3).half()).mismatches[0] == "Number of mismatched elements: 7"
 
 
 def test_a_group_mismatch_names_its_group():

@@ -120,3 +120,22 @@ def test_a_workers_own_account_of_its_windows_cannot_break_the_case():
     clean = SimpleNamespace(elapsed_ns=1e6, fields={"phases_ns": [True], "host_ns": "y"})
     assert _window_row(hostile, clean, 5e5) == [2000.0, 1000.0, 500.0, None, None, None, None]
     assert median_phases([([10**400, 1], [1e6, 2e3]), (["a", "b"], None)]) == {"clean": [1000.0, 2.0]}
+
+
+def test_a_view_into_a_large_workspace_sends_only_the_bytes_it_spans():
+    """A result that is a view into a split-K workspace far larger than the inputs is not refused for the
+    workspace's size: only the span of its tensors travels, with the same values and strides, and views that
+    share the workspace still share one storage on arrival (the audit's alias checks see them)."""
+    workspace = torch.zeros(16 << 20)                               # 64 MiB
+    first = workspace[1001:1001 + 64 * 32].view(64, 32)
+    first.copy_(torch.randn(64, 32))
+    column = workspace[5000:5000 + 640:10]                          # a strided view into it
+    column.copy_(torch.randn(64))
+    body, fds = tensorwire.encode([first, column, first.t()])
+    (entry,) = body["storages"]
+    assert entry["nbytes"] < 32 << 10
+    assert reply_bytes_limit(0) < workspace.untyped_storage().nbytes()   # whole, it would be refused
+    got = tensorwire.Decoder("cpu", max_bytes=reply_bytes_limit(0)).decode(body, fds)
+    assert torch.equal(got[0], first) and torch.equal(got[1], column) and torch.equal(got[2], first.t())
+    assert got[1].stride() == column.stride() and got[2].stride() == first.t().stride()
+    assert got[0].untyped_storage().data_ptr() == got[1].untyped_storage().data_ptr()
