@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
-EXIT_NOT_RUN = 114      # nothing failed, but some cases need what this machine lacks (a CUDA or Blackwell GPU)
+EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
+                        # Blackwell emulation cannot judge them
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
                "diagnose": "tests"}
 
@@ -420,7 +421,7 @@ def evaluate(mode: str, given: dict):
         click.echo(f"error: {failed} of {len(results)} cases failed", err=True)
     if not_run:
         first = next(r.not_run for r in results if r.not_run)
-        click.echo(f"not run: {not_run} of {len(results)} cases {first}", err=True)
+        click.echo(f"not judged: {not_run} of {len(results)} cases: {first}", err=True)
     if failed or info.refused or not written:
         sys.exit(EXIT_FAILED)
     sys.exit(EXIT_NOT_RUN if not_run else EXIT_OK)

@@ -107,7 +107,8 @@ class Progress:
     def finished(self, index: int, passed: bool, summary: str, not_run: str = ""):
         self.done.append((index, passed))
         self._stage("")
-        status = "pass" if passed else "not run" if not_run else "FAIL"
+        status = "pass" if passed else ("cannot judge" if not_run.startswith("cannot judge") else "not run") \
+            if not_run else "FAIL"
         self._print(f"case {index}: {status}{': ' + summary if summary else ''}")
 
     def close(self):

@@ -12,7 +12,7 @@ import torch
 from rich.markup import escape
 
 from arena.diagnose.probes import ProbeResult
-from arena.results import CaseResult, RunInfo, geomean_us
+from arena.results import CaseResult, RunInfo, geomean_us, not_judged_words
 
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
@@ -182,7 +182,7 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
         for r in results:
             mark = "[green]✔[/green]" if r.passed else "[yellow]–[/yellow]" if r.not_run else "[red]✘[/red]"
             table.add_row(mark, str(r.index), Text(r.spec), Text(r.message or "pass") if r.passed
-                          else Text(f"not run: {r.not_run}", style="yellow") if r.not_run
+                          else Text(not_judged_words(r.not_run), style="yellow") if r.not_run
                           else Text(r.error, style="red"))
         console.print(table)
         print_failure_details(console, results)
@@ -204,7 +204,7 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
                               f"{s.best / 1e3:.3f}", f"{s.median / 1e3:.3f}", str(s.runs), sol)
             elif r.not_run:
                 table.add_row("[yellow]–[/yellow]", str(r.index), Text(r.spec),
-                              Text(f"not run: {r.not_run}", style="yellow"), "", "", "", "")
+                              Text(not_judged_words(r.not_run), style="yellow"), "", "", "", "")
             else:
                 table.add_row("[red]✘[/red]", str(r.index), Text(r.spec), Text(r.error, style="red"), "", "", "", "")
         geo = geomean_us(results)
@@ -245,7 +245,7 @@ def summary_line(results: list[CaseResult]) -> str:
     passed, not_run = sum(r.passed for r in results), [r for r in results if r.not_run]
     failed = len(results) - passed - len(not_run)
     colour = "green" if passed == len(results) else "red" if failed else "yellow"
-    lacks = f"; {len(not_run)} not run here: {not_run[0].not_run}" if not_run else ""
+    lacks = f"; {len(not_run)} not judged here: {not_run[0].not_run}" if not_run else ""
     return f"[{colour}]{passed} of {len(results)} cases passed{lacks}[/{colour}]"
 
 

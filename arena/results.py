@@ -8,16 +8,25 @@ from dataclasses import dataclass, field
 from arena.timing import Stats
 
 
-# Errors that say the machine lacks what the case needs (arena/missing.py words them): the case is not run
-# here, a status of its own, as pytest's skip.
-LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU")
+# Errors that say the machine lacks what the case needs (arena/missing.py words them), or that the Blackwell
+# emulation cannot judge the case (arena/blackwell/runtime.py's `cannot_judge`): the case is not judged here,
+# a status of its own, as pytest's skip.
+LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU", "cannot judge on this GPU")
+IMPORT_FAILED = "cannot import submission: "
 
 
 def mark_not_run(result: "CaseResult") -> "CaseResult":
-    """Set `not_run` when the case failed only because this machine lacks a GPU it needs."""
-    if not result.passed and result.error.startswith(LACKS):
-        result.not_run = result.error
+    """Set `not_run` when the case failed only because this machine cannot judge it: it lacks a GPU the case
+    needs, or the emulation met what it does not model (at import or in a call)."""
+    if not result.passed and result.error.removeprefix(IMPORT_FAILED).startswith(LACKS):
+        result.not_run = result.error.removeprefix(IMPORT_FAILED)
     return result
+
+
+def not_judged_words(reason: str) -> str:
+    """How a report shows a case that was not judged: "cannot judge on this GPU: ..." as it is, else
+    "not run: needs ..."."""
+    return reason if reason.startswith("cannot judge") else f"not run: {reason}"
 
 
 @dataclass

@@ -27,11 +27,15 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _explained(error: BaseException, capability: tuple | None, submission: str = "") -> str:
+def _explained(error: BaseException, capability: tuple | None, submission: str = "", blackwell=None) -> str:
     """The plain cause when the error is a load_inline build that failed (named as `eval.py compile` names it,
     arena/compile/diagnosis.py) or only means "this machine cannot run it" (arena/missing.py), else the error's
     own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU.
-    `submission`: its path, while it is being imported (a build inside custom_kernel is named all the same)."""
+    `submission`: its path, while it is being imported (a build inside custom_kernel is named all the same).
+    `blackwell`: arena.blackwell.runtime under --emulate-blackwell, which says what it cannot judge."""
+    verdict = blackwell.cannot_judge(error) if blackwell is not None else None
+    if verdict:
+        return verdict
     if type(error).__name__ in ("EmulationError", "EmulationBuildError"):   # --emulate-blackwell's own words
         return str(error).strip().splitlines()[0]
     cause = None
@@ -363,7 +367,8 @@ def serve(sock: socket.socket):
         channel.send(sock, {"error": str(error)})
         return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
-        channel.send(sock, {"error": f"cannot import submission: {_explained(error, capability, hello.submission)}",
+        explained = _explained(error, capability, hello.submission, blackwell)
+        channel.send(sock, {"error": f"cannot import submission: {explained}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation, blackwell)})
@@ -392,7 +397,7 @@ def serve(sock: socket.socket):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
-            reply = {"error": _explained(error, capability), "traceback": traceback.format_exc(limit=-3),
+            reply = {"error": _explained(error, capability, blackwell=blackwell), "traceback": traceback.format_exc(limit=-3),
                      "cuda_broken": _cuda_broken()}
         out_fds = []
         if "outputs" in reply:

@@ -73,13 +73,13 @@ install_wheels() {
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
             .whl/*.whl || return 1
     fi
-    # .whl/cpXY-site.tar.xz (bench/emulation/bring_wheels.sh): packages the worker imports (`python -I` ignores
+    # .whl/cpXY-site*.tar.xz (bench/emulation/bring_wheels.sh): packages the worker imports (`python -I` ignores
     # PYTHONPATH), unpacked into the interpreter's own site-packages when it is that Python.
     local tag packed
     tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
-    for packed in .whl/*-site.tar.xz; do
+    for packed in .whl/*-site*.tar.xz; do
         [ -f "$packed" ] || continue
-        if [ "$packed" = ".whl/$tag-site.tar.xz" ]; then
+        if [[ "$packed" == ".whl/$tag-site"*.tar.xz ]]; then
             tar -xJf "$packed" -C "$(python3 -c 'import site; print(site.getsitepackages()[0])')" || return 1
         else
             echo "skipping $packed: this python3 is $tag" >&2

@@ -680,3 +680,41 @@ def test_another_checkout_or_interpreter_gets_an_emulation_folder_of_its_own(tmp
     there = subprocess.run([sys.executable, "-c", ask], cwd=copy, capture_output=True, text=True, check=True)
     assert here.stdout.strip() == toolchain.library_version()
     assert there.stdout.strip() != here.stdout.strip()
+
+
+@needs_nvcc
+def test_packed_f32_pair_arithmetic_becomes_two_f32_operations(emulation_env, tmp_path):
+    """sm_100's .f32x2 forms (Triton 3.6's mul.f32x2 for sm_100) are the f32 operation on each half of the .b64
+    operands (element 0 in the low word); a guard stays on the result."""
+    body = ("mul.rn.f32x2 %rd1, %rd2, %rd3;\n@%p1 add.rz.ftz.f32x2 %rd2, %rd1, %rd3;\n"
+            "fma.rn.f32x2 %rd3, %rd1, %rd2, %rd3;\nsub.f32x2 %rd1, %rd3, %rd2;")
+    module = MODULE.replace("BODY", body)
+    assert _ptxas(module.replace("sm_100a", "sm_90a"), tmp_path).returncode != 0     # sm_90 has no .f32x2
+    assert _ptxas(module, tmp_path, arch="sm_100a").returncode == 0, "the forms above are valid sm_100a PTX"
+    new, _ = rewrite(module, toolchain.library_ptx())
+    code = ptx_rewrite.strip_comments(new)
+    assert "f32x2" not in code
+    assert re.search(r"mov\.b64 \{(%emu_t\d+), (%emu_t\d+)\}, %rd2;", code)
+    assert re.search(r"mul\.rn\.f32 %emu_t\d+, %emu_t\d+, %emu_t\d+;", code)
+    assert re.search(r"fma\.rn\.f32 %emu_t\d+, %emu_t\d+, %emu_t\d+, %emu_t\d+;", code)
+    assert re.search(r"@%p1 mov\.b64 %rd2, \{%emu_t\d+, %emu_t\d+\};", code)
+    done = _ptxas(new, tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+@needs_nvcc
+def test_ptx_the_b200s_ptxas_rejects_is_a_build_failure_not_an_emulation_limit(emulation_env, tmp_path):
+    """The ptxas shim first assembles the submission's own PTX for its Blackwell target: what that rejects fails
+    the B200's build too (the submission's fault, a failure); only what it accepts and the rewrite cannot carry
+    is the emulation's limit ("cannot emulate", which the worker reports as cannot judge)."""
+    from arena.blackwell import shims
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(MODULE.replace("BODY", "add.u32 %r1, %r2;"))          # one operand short
+    args = ["-arch=sm_100a", str(bad), "-o", str(tmp_path / "bad.cubin")]
+    said = shims._blackwell_ptxas_rejects(toolchain.real_tool("ptxas"), args)
+    assert said.startswith("ptxas for sm_100a (the B200's target) rejects the submission's PTX"), said
+    assert "cannot emulate" not in said
+    good = tmp_path / "good.ptx"
+    good.write_text(MODULE.replace("BODY", "add.u32 %r1, %r2, %r3;"))
+    assert shims._blackwell_ptxas_rejects(toolchain.real_tool("ptxas"), [args[0], str(good), "-o", args[3]]) is None
+    assert not (tmp_path / "bad.cubin").exists()          # the check writes elsewhere

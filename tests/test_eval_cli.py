@@ -150,14 +150,14 @@ def test_a_cuda_only_submission_is_not_run_on_the_cpu_a_status_of_its_own(small_
     assert all(c["not_run"] == "needs a CUDA GPU (this machine has none)"
                for c in json.loads(out.read_text())["cases"])
     shown = run_eval("test", small_spec, "--submission", submission("needs_cuda.py"))
-    assert "2 not run here: needs a CUDA GPU" in shown.stdout and "cases failed" not in shown.stderr
+    assert "2 not judged here: needs a CUDA GPU" in shown.stdout and "cases failed" not in shown.stderr
     assert "case 0: not run" in shown.stderr
 
 
 def test_a_wrong_case_beside_a_not_run_one_still_fails_the_run(small_spec):
     run = run_eval("test", small_spec, "--submission", submission("wrong_then_needs_cuda.py"))
     assert run.code == 112, run.stderr
-    assert "1 not run here" in run.stdout
+    assert "1 not judged here" in run.stdout
 
 
 def test_the_same_traceback_is_shown_once_not_per_case(small_spec):

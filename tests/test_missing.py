@@ -10,6 +10,7 @@ import torch
 
 from arena import missing
 from arena.missing import CUTE_DSL_INSTALL, explain_import_error
+from arena.results import CaseResult, mark_not_run
 from tests.evalrun import ROOT
 
 HOPPER, BLACKWELL = (9, 0), (10, 0)
@@ -104,3 +105,40 @@ def test_what_stops_the_emulation_wins_over_the_architecture_a_wrapped_error_nam
         line = explain_import_error(wrapped, (9, 0))
     assert line.startswith("emulate-blackwell: cannot emulate `cp.async.bulk.tensor.4d")
     assert "needs a Blackwell GPU" not in line
+
+
+# ---- --emulate-blackwell: what the emulation cannot judge is not a failure of the submission -----------------
+
+class EmulationError(RuntimeError):      # arena.blackwell.runtime raises its own errors by this name
+    pass
+
+
+@pytest.mark.parametrize("error,words", [
+    (RuntimeError("CUDA error: an illegal instruction was encountered\nCUDA kernel errors might be ..."),
+     "cannot judge on this GPU: illegal instruction in code the emulation did not build"),
+    (RuntimeError("cuda.bindings: CUresult.CUDA_ERROR_INVALID_HANDLE (400)"),
+     "cannot judge on this GPU: CUDA_ERROR_INVALID_HANDLE in "),
+    (RuntimeError("CUDA error: an illegal memory access was encountered"), "cannot judge on this GPU: illegal memory access"),
+    (RuntimeError("cuBLAS error: 15 (when calling cublasLtMatmul)"),
+     "cannot judge on this GPU: cuBLAS(Lt) refused the call (cuBLAS error: 15): its NVFP4"),
+    (EmulationError("emulated tcgen05: shared memory descriptor (high word 0x00010000): a non-zero base offset is "
+                    "not emulated; at `tcgen05.mma...`"),
+     "cannot judge on this GPU: emulated tcgen05: shared memory descriptor (high word 0x00010000): a non-zero base"),
+])
+def test_what_the_emulation_cannot_model_is_not_judged(error, words):
+    from arena.blackwell.runtime import cannot_judge
+    assert cannot_judge(error).startswith(words), cannot_judge(error)
+    result = mark_not_run(CaseResult(0, "m: 1", False, error="cannot import submission: " + cannot_judge(error)))
+    assert result.not_run.startswith("cannot judge on this GPU")
+
+
+@pytest.mark.parametrize("error", [
+    EmulationError("emulated tcgen05: this tcgen05.ld reads tensor-memory columns that `tcgen05.mma...` still "
+                   "writes: never committed"),          # the submission's own bug: a failure, as on a B200
+    RuntimeError("wrong result: Number of mismatched elements: 3"),
+    ValueError("too many values to unpack"),
+])
+def test_the_submissions_own_faults_stay_failures_under_emulation(error):
+    from arena.blackwell.runtime import cannot_judge
+    assert cannot_judge(error) is None
+    assert not mark_not_run(CaseResult(0, "m: 1", False, error=str(error))).not_run

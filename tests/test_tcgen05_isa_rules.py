@@ -249,3 +249,25 @@ def test_every_library_error_code_has_a_message():
     assert "from 2 lanes of one warp at once" in lanes and "\n" not in lanes
     remote = runtime.describe([codes["E_PAIR_TMA"], 3, 1, 1, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
     assert "its destination is in CTA rank 1, not the issuing CTA" in remote
+
+
+SDESC = os.path.join(ROOT, "tests", "blackwell", "sdesc_rules.cu")
+
+
+def _sdesc(start: int, swizzle: int, base_offset: int) -> int:
+    """A K-major descriptor (version 1 at bit 46, SBO 1024) at shared address `start`."""
+    return (start >> 4) | (1 << 16) | (1024 >> 4) << 32 | 1 << 46 | base_offset << 49 | swizzle << 61
+
+
+def test_a_base_offset_is_accepted_only_as_the_isa_computes_it(tmp_path_factory):
+    """The PTX ISA ("Shared memory descriptor"): a swizzle pattern that does not start at its repeat boundary
+    has base offset (start >> 7) & 7 (Triton's tl.dot_scaled sets it); the swizzle then acts on the absolute
+    address, which is what the emulation reads. Any other non-zero base offset, or one without a swizzle, is
+    refused (error 42, which the worker says it cannot judge)."""
+    exe = _host_program(tmp_path_factory, SDESC, "sdesc")
+    rows = [(_sdesc(0x1000, 2, 0), 0), (_sdesc(0x1180, 2, 3), 0), (_sdesc(0x1380, 4, 7), 0),
+            (_sdesc(0x1180, 2, 2), 42), (_sdesc(0x1180, 0, 3), 42), (_sdesc(0x1000, 2, 1), 42)]
+    text = "".join(f"{d:x}\n" for d, _ in rows)
+    out = subprocess.run([exe], input=text, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert [int(line.split("->")[1]) for line in out.splitlines()] == [want for _, want in rows], out
+    assert "is not emulated" in runtime.describe([42, 0, 0x4000_0000, 0, 0, 0, 0, 0] + [0] * 8, {})

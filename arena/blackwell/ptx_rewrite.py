@@ -409,6 +409,7 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = ptx_sm100.CVT_UE8M0.sub(lambda m: ptx_sm100.rewrite_cvt_ue8m0(m, widths), text)
     text = ptx_sm100.WIDE_GLOBAL.sub(ptx_sm100.split_wide_access, text)
     text = ptx_sm100.CLC.sub(lambda m: ptx_sm100.rewrite_clc(m, widths), text)
+    text = ptx_sm100.F32X2.sub(lambda m: ptx_sm100.rewrite_f32x2(m, widths), text)
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)

@@ -63,6 +63,35 @@ def rewrite_cvt_ue8m0(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
+F32X2 = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?<![\w.])(?P<op>add|sub|mul|fma|min|max)(?P<quals>(?:\.(?:rn|rz|rm|rp|ftz|sat|NaN))*)"
+                   r"\.f32x2\s+(?P<args>[^;]*);")
+
+
+def rewrite_f32x2(m: re.Match, widths: dict[str, int]) -> str:
+    """sm_100's packed pair arithmetic (`add/sub/mul/fma/min/max{.rnd}{.ftz}{.sat}.f32x2 d, a, b{, c}`: .b64
+    operands holding two f32, element 0 in the low word; Triton 3.6 emits mul.f32x2 for sm_100) as the same
+    operation on each half: the PTX ISA defines the pair as the f32 operation applied to each element."""
+    instruction = " ".join(m.group(0).split())
+    guard = (m.group("guard") or "").strip()
+    e = Emitter(widths, "")
+    op, quals = m.group("op"), m.group("quals")
+    operands = split_operands(m.group("args"))
+    if len(operands) != (4 if op == "fma" else 3) or any(not o.startswith("%") for o in operands):
+        raise CannotEmulate(f"`{instruction}`: this .f32x2 form is not emulated (register operands expected)")
+    halves = []
+    for source in operands[1:]:
+        low, high = e.temp(32), e.temp(32)
+        e.body.append(f"mov.b64 {{{low}, {high}}}, {source};")
+        halves.append((low, high))
+    result = []
+    for half in range(2):
+        out = e.temp(32)
+        e.body.append(f"{op}{quals}.f32 {out}, {', '.join(pair[half] for pair in halves)};")
+        result.append(out)
+    e.body.append(f"{guard + ' ' if guard else ''}mov.b64 {operands[0]}, {{{result[0]}, {result[1]}}};")
+    return e.text()
+
+
 CLC = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>clusterlaunchcontrol\.[\w:.]+)"
                   r"(?P<args>[^;{}]*(?:\{[^}]*\}[^;{}]*)*);")
 CLC_RESPONSE_BYTES = 16

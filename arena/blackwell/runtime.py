@@ -14,6 +14,7 @@ import ctypes
 import glob
 import json
 import os
+import re
 import sys
 
 ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
@@ -52,7 +53,8 @@ MESSAGES = {
         "emulated",
     40: "shared memory descriptor (high word {a:#010x}): bits 46-48 must be 0b001 on sm_100",
     41: "shared memory descriptor (high word {a:#010x}): invalid swizzle mode",
-    42: "shared memory descriptor (high word {a:#010x}): a non-zero base offset is not emulated",
+    42: "shared memory descriptor (high word {a:#010x}): a base offset other than 0 or the ISA's (start address >> 7) "
+        "& 7 with a swizzle is not emulated",
     43: "shared memory descriptor (high word {a:#010x}): the absolute LBO mode is not emulated",
     50: "tcgen05.cp shape code {a} is not emulated",
     60: lambda a, b: f"SF{'AB'[a & 1]} {'row' if a & 1 == 0 else 'column'} {a >> 1} has different scale factors in lane "
@@ -217,6 +219,49 @@ def raise_on_error():
             print(describe(words[8:16], sites), file=sys.stderr, flush=True)
         if words[0]:
             raise EmulationError(describe(words, sites))
+
+
+CANNOT_JUDGE = "cannot judge on this GPU"      # arena/results.py counts a case with this error as not judged
+# A fault of the GPU itself, as CUDA, the driver or cuda-python word it.
+_DEVICE_FAULT = re.compile(r"illegal instruction|illegal memory access|misaligned address|unspecified launch failure|"
+                           r"CUDA_ERROR_(INVALID_HANDLE|ILLEGAL_\w+|LAUNCH_FAILED|MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR|"
+                           r"INVALID_PC|ASSERT|NOT_SUPPORTED)|invalid resource handle|device-side assert|"
+                           r"hardware stack error|invalid program counter", re.I)
+_CUBLAS_FP4 = re.compile(r"cuBLAS error: 15\b|CUBLAS_STATUS_NOT_SUPPORTED|cublasLt\w*.*(not supported|error 15)", re.I)
+
+
+def cannot_judge(error: BaseException) -> str | None:
+    """One line when `error` says the emulation cannot judge the submission here rather than that it is wrong:
+    a form the emulation does not model (its own "not emulated" / "cannot emulate" words), cuBLASLt's NVFP4
+    matmul, or a device fault no emulated instruction accounts for. None for anything else."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    if type(error).__name__ in ("EmulationError", "EmulationBuildError"):
+        if "not emulated" in first or "cannot emulate" in first:
+            return f"{CANNOT_JUDGE}: {first} (the emulation's limit, not a fault of the submission)"
+        return None
+    if _CUBLAS_FP4.search(text):
+        return (f"{CANNOT_JUDGE}: cuBLAS(Lt) refused the call ({_fault_words(text)}): its NVFP4 (block-scaled FP4) "
+                f"matmul runs only on a Blackwell GPU, and the emulation covers tcgen05 kernels, not cuBLAS")
+    if _DEVICE_FAULT.search(text):
+        return (f"{CANNOT_JUDGE}: {_fault_words(text)} in {_kernels_loaded()}, and no emulated instruction recorded "
+                f"an error: the fault lies in what the emulation does not model (a B200 may run it; the traceback "
+                f"holds CUDA's words)")
+    return None
+
+
+def _fault_words(text: str) -> str:
+    found = _CUBLAS_FP4.search(text) or _DEVICE_FAULT.search(text)
+    return found.group(0) if found else text.splitlines()[0][:120]
+
+
+def _kernels_loaded() -> str:
+    """Which emulated code the submission loaded (the construct the fault came from)."""
+    from arena.blackwell import cute_dsl, triton_target
+    kinds = [name for name, present in (("a CUDA extension", _state["modules"]),
+                                         ("a CuTe DSL kernel", cute_dsl.readers()),
+                                         ("a Triton kernel", triton_target.readers())) if present]
+    return " and ".join(kinds) if kinds else "code the emulation did not build (no emulated kernel was loaded)"
 
 
 def _build_error(error: BaseException) -> BaseException:

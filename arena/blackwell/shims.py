@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,6 +81,9 @@ def ptxas(args: list[str]) -> int:
     if len(sources) != 1:
         return fail(f"ptxas was given {len(sources)} PTX files; expected one")
     source = args[sources[0]]
+    rejected = _blackwell_ptxas_rejects(real, args)
+    if rejected:
+        return fail(rejected)
     with open(source) as f:
         text = f.read()
     try:
@@ -103,6 +107,27 @@ def ptxas(args: list[str]) -> int:
         return fail(explain_ptxas_error(done.stderr, new))
     sys.stderr.write(done.stderr)
     return 0
+
+
+def _blackwell_ptxas_rejects(real: str, args: list[str]) -> str | None:
+    """What the real ptxas, for the Blackwell target the build asked for, says against the submission's own PTX
+    (the B200's build would fail the same way: the submission's fault), or None when it assembles. Runs into a
+    scratch output, so the emulated build below is unchanged."""
+    handle, scratch = tempfile.mkstemp(suffix=".sm100-check.cubin")     # the emulation's folder is read-only
+    os.close(handle)
+    checked = list(args)
+    for i, arg in enumerate(checked[:-1]):
+        if arg in ("-o", "--output-file"):
+            checked[i + 1] = scratch
+    try:
+        done = subprocess.run([real] + checked, capture_output=True, text=True)
+    finally:
+        os.remove(scratch)
+    if done.returncode == 0:
+        return None
+    lines = [x.strip() for x in done.stderr.splitlines() if x.strip() and "warning" not in x.lower()]
+    return (f"ptxas for {_arch_positions(args)[-1][1]} (the B200's target) rejects the submission's PTX, so its build "
+            f"fails on a B200 too: {lines[0] if lines else 'no message'}")
 
 
 def explain_ptxas_error(stderr: str, ptx: str) -> str:

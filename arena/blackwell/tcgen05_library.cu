@@ -328,7 +328,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
 // ------------------------------------------------------------------------------------------- descriptors
 struct EmuSDesc { uint32_t start, lbo, sbo, swizzle, err; };
 
-static __device__ __forceinline__ EmuSDesc emu_sdesc(unsigned long long d) {
+static __host__ __device__ __forceinline__ EmuSDesc emu_sdesc(unsigned long long d) {
   EmuSDesc r;
   r.start = (uint32_t)(d & 0x3FFFull) << 4;
   r.lbo = (uint32_t)((d >> 16) & 0x3FFFull) << 4;
@@ -339,7 +339,10 @@ static __device__ __forceinline__ EmuSDesc emu_sdesc(unsigned long long d) {
   r.err = E_NONE;
   if (version != 1u) r.err = E_SDESC_VERSION;
   else if (!(r.swizzle == 0u || r.swizzle == 2u || r.swizzle == 4u || r.swizzle == 6u)) r.err = E_SDESC_SWIZZLE;
-  else if (base_offset != 0u) r.err = E_SDESC_BASE_OFFSET;
+  // The ISA's base offset is (pattern start >> 7) & 7 for a swizzle pattern that does not start at its repeat
+  // boundary: the swizzle then acts on the absolute address, as emu_kmajor_chunk computes it (Triton's
+  // tl.dot_scaled sets it so). Any other non-zero value is refused.
+  else if (base_offset != 0u && (r.swizzle == 0u || base_offset != ((r.start >> 7) & 7u))) r.err = E_SDESC_BASE_OFFSET;
   else if (lbo_mode != 0u) r.err = E_SDESC_LBO_MODE;
   return r;
 }

@@ -4,6 +4,10 @@
 #   bash bench/emulation/bring_wheels.sh            CuTe DSL (nvidia-cutlass-dsl 4.3.5) and CUTLASS's headers
 #   bash bench/emulation/bring_wheels.sh dsl        CuTe DSL only
 #   bash bench/emulation/bring_wheels.sh cutlass    CUTLASS's headers only (nvidia-cutlass 4.2.0.0)
+#   bash bench/emulation/bring_wheels.sh tvm-ffi    apache-tvm-ffi, packed as .whl/cpXY-site-tvm-ffi.tar.xz: the
+#                                                   runtime of CuTe DSL's --enable-tvm-ffi, which some competition
+#                                                   files pip-install at import (the jail has no network; pip finds
+#                                                   it installed and goes on)
 #
 # PYTHON_VERSION (3.12) and PLATFORM (manylinux_2_28_x86_64) name the GPU machine's interpreter; CUDA_BINDINGS
 # (12.9.*: a CUDA 12 driver or newer; 13.* needs a CUDA 13 driver) picks cuda-bindings. At most 64 MiB travel per GPU
@@ -20,7 +24,7 @@ PYTHON_VERSION=${PYTHON_VERSION:-3.12}
 PLATFORM=${PLATFORM:-manylinux_2_28_x86_64}
 CUDA_BINDINGS=${CUDA_BINDINGS:-12.9.*}
 TAG=cp${PYTHON_VERSION/./}
-case $WHAT in all|dsl|cutlass) ;; *) sed -n '2,6p' "$0"; exit 2 ;; esac
+case $WHAT in all|dsl|cutlass|tvm-ffi) ;; *) sed -n '2,10p' "$0"; exit 2 ;; esac
 
 OUT="$ROOT/.whl"
 mkdir -p "$OUT"
@@ -31,7 +35,7 @@ download() {    # wheels for the GPU machine's interpreter, without their depend
         --implementation cp --platform "$PLATFORM" -d "$WORK/wheels" "$@"
 }
 
-if [ "$WHAT" != cutlass ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = dsl ]; then
     download nvidia-cutlass-dsl==4.3.5 "cuda-bindings==$CUDA_BINDINGS" "cuda-pathfinder~=1.1"
     mkdir -p "$WORK/site"
     for wheel in "$WORK"/wheels/*.whl; do
@@ -42,7 +46,14 @@ if [ "$WHAT" != cutlass ]; then
     mv "$OUT/$TAG-site.tar.xz.part" "$OUT/$TAG-site.tar.xz"
     rm -f "$WORK"/wheels/*.whl
 fi
-if [ "$WHAT" != dsl ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = tvm-ffi ]; then
+    download apache-tvm-ffi==0.1.15.post2
+    mkdir -p "$WORK/tvm"
+    python3 -m zipfile -e "$WORK"/wheels/apache_tvm_ffi-*.whl "$WORK/tvm"
+    tar -C "$WORK/tvm" -cf - . | xz -T0 -9 > "$OUT/$TAG-site-tvm-ffi.tar.xz"
+    rm -f "$WORK"/wheels/*.whl
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = cutlass ]; then
     download nvidia-cutlass==4.2.0.0
     mv "$WORK"/wheels/*.whl "$OUT/"
 fi

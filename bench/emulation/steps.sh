@@ -54,6 +54,14 @@ PY
     cat "$OUT"/emu_pub_*.row
 }
 
+emulation__agreement() {    # the public corpus's verdicts beside its B200 evidence (bench/emulation/public_agreement.py)
+    _cutlass
+    local gpus
+    gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd, -)
+    python3 bench/emulation/public_agreement.py --jobs "${JOBS:-16}" --gpus "$gpus" --limit "${LIMIT:-540}" \
+        --out "$OUT/agreement" ${PUBLIC:-}
+}
+
 _task_for() {
     case "$1" in gemv) echo tasks/nvfp4_gemv ;; dual_gemm) echo tasks/nvfp4_dual_gemm ;;
                  group_gemm) echo tasks/nvfp4_group_gemm ;; *) echo . ;; esac

@@ -1,0 +1,147 @@
+"""The public corpus under --emulate-blackwell: each file's verdict beside its B200 evidence, in one table.
+
+    python3 bench/emulation/public_agreement.py [--jobs N] [--gpus 0,1,2,3] [--limit S] [--out DIR] [FILE ...]
+
+Reads .public-blackwell/MANIFEST.tsv (never committed: public files of other authors; columns file, problem,
+repo, path, commit, style, expected, evidence; `expected` is what the B200 did: pass, fail, build_fail or
+unknown). Runs `eval.py test --emulate-blackwell` on every file (or the FILEs named), N at once, spread over the
+GPUs round-robin (CUDA_VISIBLE_DEVICES), each cut at --limit seconds. Prints one row per file: its verdict here
+(pass, fail, build_fail, cannot judge, timed out), the B200's, whether they agree, the seconds to the worker's
+start (the build) and in all, and the first line that explains a verdict other than pass. Then the agreement on
+files with a known outcome, and the count of opaque device faults (a fault that is neither named by the
+emulation nor said to be beyond it), which must be zero. Writes DIR/agreement.tsv and each run's JSON and output.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, ".public-blackwell")
+TASKS = {"gemm": ".", "gemv": "tasks/nvfp4_gemv", "dual_gemm": "tasks/nvfp4_dual_gemm",
+         "group_gemm": "tasks/nvfp4_group_gemm"}
+OPAQUE = ("illegal instruction", "illegal memory access", "INVALID_HANDLE", "unspecified launch failure",
+          "misaligned address", "Traceback")
+BUILD_WORDS = ("does not build", "rejects the submission's PTX", "compil", "CompileError", "ptxas")
+
+
+@dataclass
+class Row:
+    file: str
+    style: str
+    expected: str
+    verdict: str = ""
+    passed: str = ""
+    build_s: float = 0.0
+    total_s: float = 0.0
+    why: str = ""
+
+    @property
+    def same(self) -> str:
+        if self.expected == "unknown" or self.verdict in ("cannot judge", "timed out"):
+            return "-"
+        return "yes" if self.verdict == self.expected else "NO"
+
+
+def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str]:
+    """(verdict, passed/total, the line that explains it)."""
+    if rc in (124, 137):
+        return "timed out", "", next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
+    cases = (report or {}).get("cases") or []
+    if not cases:
+        lines = [x.strip() for x in output.splitlines() if x.strip()]
+        return "fail", "", (lines[-1] if lines else f"no report (rc {rc})")[:300]
+    passed = sum(bool(c.get("passed")) for c in cases)
+    not_judged = [c for c in cases if c.get("not_run")]
+    failed = [c for c in cases if not c.get("passed") and not c.get("not_run")]
+    score = f"{passed}/{len(cases)}"
+    if failed:
+        first = failed[0].get("error") or "wrong output"
+        imported = (report or {}).get("import_error") or ""
+        build = first.startswith("cannot import submission") and any(w in first for w in BUILD_WORDS)
+        return ("build_fail" if build else "fail"), score, " ".join(str(first or imported).split())[:300]
+    if not_judged:
+        return "cannot judge", score, " ".join(not_judged[0]["not_run"].split())[:300]
+    warnings = sorted({w for c in cases for w in c.get("warnings", [])})
+    return "pass", score, ("warning: " + warnings[0])[:300] if warnings else ""
+
+
+def run_one(entry: dict, gpu: str | None, limit: float, out: str) -> Row:
+    row = Row(entry["file"], entry["style"], entry["expected"])
+    label = entry["file"].replace("/", "__").removesuffix(".py")
+    json_path, out_path = os.path.join(out, label + ".json"), os.path.join(out, label + ".out")
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    command = ["timeout", str(int(limit)), sys.executable, "eval.py", "test", "--emulate-blackwell", "-q",
+               "--submission", os.path.join(CORPUS, entry["file"]), "--task", TASKS[entry["problem"]],
+               "--json", json_path]
+    started = time.perf_counter()
+    with open(out_path, "w") as sink:
+        rc = subprocess.call(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    row.total_s = time.perf_counter() - started
+    try:
+        with open(json_path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        report = None
+    with open(out_path, errors="replace") as f:
+        output = f.read()
+    row.verdict, row.passed, row.why = verdict_of(report, rc, output)
+    row.build_s = float(((report or {}).get("wall_s") or {}).get("worker_start") or 0.0)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*")
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--gpus", default="", help="comma-separated GPU indices, round-robin (default: as set)")
+    parser.add_argument("--limit", type=float, default=540.0, help="seconds per file")
+    parser.add_argument("--out", default=os.path.join(ROOT, "out", "public_agreement"))
+    args = parser.parse_args()
+    manifest = os.path.join(CORPUS, "MANIFEST.tsv")
+    if not os.path.isfile(manifest):
+        print(f"no {manifest}: the corpus is fetched, never committed (see bench/README.md)", file=sys.stderr)
+        return 2
+    with open(manifest) as f:
+        entries = [e for e in csv.DictReader(f, delimiter="\t")
+                   if (not args.files or e["file"] in args.files) and os.path.isfile(os.path.join(CORPUS, e["file"]))]
+    os.makedirs(args.out, exist_ok=True)
+    gpus = [g for g in args.gpus.split(",") if g] or [None]
+    # The slowest first (CuTe DSL and CUDA builds), so the pool's tail is short.
+    entries.sort(key=lambda e: e["style"] not in ("cute_dsl", "cuda"))
+    with ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(lambda ie: run_one(ie[1], gpus[ie[0] % len(gpus)], args.limit, args.out),
+                             enumerate(entries)))
+    rows.sort(key=lambda r: r.file)
+    print("| file | style | B200 | here | same? | cases | build s | total s | why |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.file} | {r.style} | {r.expected} | {r.verdict} | {r.same} | {r.passed} | {r.build_s:.0f} | "
+              f"{r.total_s:.0f} | {r.why.replace('|', '/')[:220]} |")
+    known = [r for r in rows if r.expected != "unknown"]
+    agree = sum(r.same == "yes" for r in known)
+    unjudged = [r for r in rows if r.verdict == "cannot judge"]
+    opaque = [r for r in rows if r.verdict != "cannot judge" and any(w in r.why for w in OPAQUE)]
+    print(f"\nagreement: {agree} of {len(known)} files with a known B200 outcome "
+          f"({100 * agree / max(1, len(known)):.0f} %); cannot judge: {len(unjudged)}; timed out: "
+          f"{sum(r.verdict == 'timed out' for r in rows)}; opaque faults: {len(opaque)}; "
+          f"files: {len(rows)}; slowest: {max((r.total_s for r in rows), default=0):.0f} s")
+    with open(os.path.join(args.out, "agreement.tsv"), "w") as f:
+        f.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\ttotal_s\twhy\n")
+        for r in rows:
+            f.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
+                    f"{r.total_s:.0f}\t{r.why}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
