@@ -97,7 +97,7 @@ class Launch:
 
 def _run(task, options: RunOptions, launch: Launch):
     import torch
-    from arena.modes import WALL_CALLS, Evaluator, Limits
+    from arena.modes import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Evaluator, Limits
     from arena.results import RunInfo, mark_not_run
     from arena.report import system_info
     from arena.runner import Worker, WorkerFailure
@@ -124,9 +124,10 @@ def _run(task, options: RunOptions, launch: Launch):
                     check_every=ranked, method=method,
                     calls_per_sample=task.competition_calls,
                     wall_calls=min(WALL_CALLS, max_runs) if max_runs is not None else WALL_CALLS,
-                    diagnose_all=options.diagnose_all or options.mode == "diagnose", strict=options.strict)
+                    diagnose_all=options.diagnose_all or options.mode == "diagnose", strict=options.strict,
+                    emulated=options.emulate_blackwell)
     reference = task.import_reference()
-    import_timeout = max(options.timeout or 0, 300.0)
+    import_timeout = max(options.timeout or 0, EMULATED_BUILD_ALLOWANCE_S if options.emulate_blackwell else 300.0)
     worker = Worker(options.submission, str(task.folder), device, import_timeout=import_timeout,
                     sandboxed=options.sandboxed, spawned=launch.early, emulate_blackwell=options.emulate_blackwell)
     clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=import_timeout,

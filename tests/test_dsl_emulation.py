@@ -110,3 +110,43 @@ def test_triton_dot_scaled_kernel_is_compiled_for_cuda100_through_the_shim(tmp_p
     arch, ptx_target, block_scaled, head = out.split()
     assert (arch, ptx_target, block_scaled) == ("100", "sm_100a", "True")
     assert _sm_of_cubin(bytes.fromhex(head)) == 90
+
+
+def test_the_kept_cubins_of_a_pipeline_are_found_at_its_dump_path(tmp_path):
+    """--keep-cubin writes `<dump-cubin-path>.<chip>.cubin`; the hook overwrites what it finds there."""
+    from arena.blackwell.cute_dsl import kept_cubins
+    (tmp_path / "k.sm_100a.cubin").write_bytes(b"\x7fELF")
+    (tmp_path / "other.sm_100a.cubin").write_bytes(b"\x7fELF")
+    pipeline = f"builtin.module(cute-to-nvvm{{cubin-chip=sm_100a dump-cubin-path='{tmp_path}/k'}})"
+    assert kept_cubins(pipeline) == [str(tmp_path / "k.sm_100a.cubin")]
+    assert kept_cubins("builtin.module(cute-to-nvvm{cubin-chip=sm_100a})") == []
+
+
+def test_a_kept_cubin_is_the_emulations_sm90a_one(tmp_path):
+    """cutlass.utils.HardwareInfo (the persistent GEMMs' occupancy query) compiles an empty kernel with
+    --keep-cubin and loads `compiled.artifacts.CUBIN` itself: an sm_100a cubin there failed every case of four
+    public persistent kernels with CUDA_ERROR_INVALID_HANDLE on a Hopper GPU."""
+    pytest.importorskip("cutlass.cute")
+    out = _run(f"""
+        import glob, os
+        from arena.blackwell import cute_dsl, toolchain
+        os.environ.update(toolchain.prepare())
+        cute_dsl.install()
+        from cutlass.base_dsl import compiler
+        class Stop(Exception): pass
+        def jit(self, module, *args, **kwargs):      # the JIT needs a GPU driver: stop there
+            raise Stop()
+        compiler.Compiler.jit = jit
+        import cutlass, cutlass.cute as cute, cute_dsl_tiny
+        from cutlass.cute.runtime import make_ptr
+        a = make_ptr(cutlass.Float32, 0, cute.AddressSpace.gmem, assumed_align=16)
+        try:
+            cute.compile(cute_dsl_tiny.double, a, a, cutlass.Int32(1), options="--keep-cubin --dump-dir={tmp_path}")
+        except Exception:
+            pass
+        kept = glob.glob("{tmp_path}/*.cubin")
+        print(len(kept), open(kept[0], "rb").read().hex() if kept else "")
+    """, tmp_path)
+    count, blob = out.split()
+    assert count == "1"
+    assert _sm_of_cubin(bytes.fromhex(blob)) == 90

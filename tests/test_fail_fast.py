@@ -31,6 +31,9 @@ def test_the_default_timeout_fits_the_case_and_the_device():
     assert auto_timeout("cpu", 50 << 20, 20, None) > auto_timeout("cuda", 50 << 20, 20, None)
     assert auto_timeout("cpu", 1 << 20, 10, 0.5) == AUTO_FLOOR_S + 100     # 20 times the slowest call seen
     assert auto_timeout("cpu", 1 << 20, 1, None, builds=True) == small + 300
+    # --emulate-blackwell: the tcgen05 work runs in software, 10 s per MiB of inputs, and builds take longer
+    assert auto_timeout("emulated", 50 << 20, 1, None) == AUTO_FLOOR_S + 500
+    assert auto_timeout("emulated", 1 << 20, 1, None, builds=True) == AUTO_FLOOR_S + 10 + 900
 
 
 def test_bad_output_paths_stop_the_run_before_anything_runs(tmp_path):

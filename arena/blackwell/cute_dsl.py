@@ -51,6 +51,18 @@ def with_ptx_dump(pipeline: str, base: str) -> str:
     return f"{pipeline[:at].rstrip()} dump-ptx-path='{base}'{pipeline[at:]}"
 
 
+def kept_cubins(pipeline: str) -> list[str]:
+    """The cubin files the pipeline's `dump-cubin-path` (`--keep-cubin`) wrote: `<path>.<chip>.cubin`. The DSL
+    reads one back as `compiled.artifacts.CUBIN`, and `cutlass.utils.HardwareInfo` loads that with
+    cuLibraryLoadData to ask the occupancy of a persistent kernel's clusters: the sm_100a one fails on a Hopper
+    GPU with CUDA_ERROR_INVALID_HANDLE, so it must be the emulation's sm_90a cubin too."""
+    found = re.search(r"dump-cubin-path=(?:'([^']*)'|(\S+))", pipeline)
+    if not found:
+        return []
+    base = found.group(1) or found.group(2)
+    return sorted(glob.glob(glob.escape(base) + "*.cubin"))
+
+
 def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
     """The ptxas shim on one sm_100a PTX file: the sm_90a cubin and the rewritten instructions by site number."""
     from arena.blackwell import toolchain
@@ -112,6 +124,9 @@ def _wrap_compile(compiler_module) -> None:
             if len(ptx) != 1:
                 raise CuteDslEmulationError(f"the CuTe DSL wrote {len(ptx)} PTX files; expected one")
             cubin, sites = assemble_for_sm90a(ptx[0])
+        for kept in kept_cubins(pipeline):
+            with open(kept, "wb") as f:       # --keep-cubin's artifact: what the DSL hands to cuLibraryLoadData
+                f.write(cubin)
         if replace_binary(module, cubin) != 1:
             raise CuteDslEmulationError("the compiled CuTe DSL module holds no single embedded GPU binary to replace")
         _SITES[id(module)] = (module, sites)    # the compiled function keeps this module as its ir_module
