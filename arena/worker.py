@@ -359,6 +359,7 @@ def serve(sock: socket.socket):
     try:
         if hello.emulate_blackwell:
             blackwell = _install_blackwell(capability)
+            blackwell.note_submission(hello.submission)
             capability = blackwell.CAPABILITY     # errors are named for the GPU the submission sees (never
                                                   # "needs a Blackwell GPU": the emulation is one)
         session = Session(hello.submission, hello.task_folder, device,

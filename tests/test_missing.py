@@ -142,3 +142,21 @@ def test_the_submissions_own_faults_stay_failures_under_emulation(error):
     from arena.blackwell.runtime import cannot_judge
     assert cannot_judge(error) is None
     assert not mark_not_run(CaseResult(0, "m: 1", False, error=str(error))).not_run
+
+
+def test_a_call_into_cublaslt_nvfp4_is_not_judged_however_the_submission_words_the_error(tmp_path):
+    """cuBLASLt's NVFP4 matmul runs only on a Blackwell GPU; a submission that wraps its status in its own words
+    ("RuntimeError: heuristic", from a public file that passed on a B200) is not judged on a Hopper GPU."""
+    from arena.blackwell import runtime
+    source = tmp_path / "submission.py"
+    source.write_text('CUDA_SRC = """#include <cublasLt.h>\\n ... cublasLtMatrixLayoutCreate(&a, CUDA_R_4F_E2M1, m, k, m);"""')
+    saved = runtime._state.get("source")
+    try:
+        runtime.note_submission(str(source))
+        line = runtime.cannot_judge(RuntimeError("heuristic"))
+        assert line.startswith("cannot judge on this GPU: the submission calls cuBLASLt's block-scaled FP4 matmul")
+        assert line.endswith("here it raised heuristic")
+        runtime._state["source"] = "import torch"
+        assert runtime.cannot_judge(RuntimeError("heuristic")) is None
+    finally:
+        runtime._state["source"] = saved or ""

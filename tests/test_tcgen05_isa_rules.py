@@ -243,6 +243,9 @@ def test_every_library_error_code_has_a_message():
     missing = {name: code for name, code in codes.items() if name not in unused
                and code not in runtime.MESSAGES and code not in runtime.SITE_MESSAGES}
     assert missing == {}
+    # an access past the CTA's own allocation, to columns nobody holds, is served by a B200: a warning
+    beyond = runtime.describe([codes["W_BEYOND_ALLOC"], 3, 256, 4, 0, 0, 0, 0], {3: "tcgen05.cp..."})
+    assert codes["W_BEYOND_ALLOC"] in runtime.WARNINGS and beyond.startswith("emulated tcgen05 warning: columns 256..256+4")
     line = runtime.describe([codes["E_PAIR_TMA_MULTICAST"], 3, 0x2, 0, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
     assert "ctaMask 0x2" in line and "must hold the issuing CTA" in line and "emulation error" not in line
     lanes = runtime.describe([codes["E_PAIR_TMA"], 3, 0, 2, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})

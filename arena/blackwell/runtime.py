@@ -132,7 +132,10 @@ MESSAGES[62] = ("a TMA uses a tensor map of element type {b} (word 2 = {a:#010x}
                 "packed FP4 (16U4_ALIGN8B), such as 16U4_ALIGN16B or 16U6_ALIGN16B, which the emulation does not "
                 "translate for Hopper's TMA")
 KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4", 6: "mxf4nvf4"}
-WARNINGS = (60, 61, 63, 64)
+MESSAGES[65] = ("columns {a}..{a}+{b} of tensor memory lie past this CTA's tcgen05.alloc, and no other CTA holds them: "
+                "a B200 reads and writes them all the same, until another CTA on the SM allocates them (allocate "
+                "every column the kernel uses)")
+WARNINGS = (60, 61, 63, 64, 65)
 
 
 def _bits(mask: int) -> str:
@@ -230,6 +233,20 @@ _DEVICE_FAULT = re.compile(r"illegal instruction|illegal memory access|misaligne
 _CUBLAS_FP4 = re.compile(r"cuBLAS error: 15\b|CUBLAS_STATUS_NOT_SUPPORTED|cublasLt\w*.*(not supported|error 15)", re.I)
 
 
+_CUBLASLT_FP4_SOURCE = re.compile(r"cublasLt[\s\S]*(CUDA_R_4F_E2M1|SCALE_VEC16_UE4M3|SCALE_VEC32_UE8M0)|"
+                                  r"(CUDA_R_4F_E2M1|SCALE_VEC16_UE4M3|SCALE_VEC32_UE8M0)[\s\S]*cublasLt")
+
+
+def note_submission(path: str) -> None:
+    """The submission's source, for `cannot_judge` (a call into cuBLASLt's NVFP4 matmul fails here however its
+    own code words the error)."""
+    try:
+        with open(path, errors="replace") as f:
+            _state["source"] = f.read()
+    except OSError:
+        pass
+
+
 def cannot_judge(error: BaseException) -> str | None:
     """One line when `error` says the emulation cannot judge the submission here rather than that it is wrong:
     a form the emulation does not model (its own "not emulated" / "cannot emulate" words), cuBLASLt's NVFP4
@@ -240,6 +257,10 @@ def cannot_judge(error: BaseException) -> str | None:
         if "not emulated" in first or "cannot emulate" in first:
             return f"{CANNOT_JUDGE}: {first} (the emulation's limit, not a fault of the submission)"
         return None
+    if _CUBLASLT_FP4_SOURCE.search(_state.get("source", "")) and not isinstance(error, (SyntaxError, NameError)):
+        return (f"{CANNOT_JUDGE}: the submission calls cuBLASLt's block-scaled FP4 matmul (CUDA_R_4F_E2M1 / a "
+                f"VEC16_UE4M3 scale mode), which cuBLASLt runs only on a Blackwell GPU and the emulation does not "
+                f"cover; here it raised {first[:160]}")
     if _CUBLAS_FP4.search(text):
         return (f"{CANNOT_JUDGE}: cuBLAS(Lt) refused the call ({_fault_words(text)}): its NVFP4 (block-scaled FP4) "
                 f"matmul runs only on a Blackwell GPU, and the emulation covers tcgen05 kernels, not cuBLAS")

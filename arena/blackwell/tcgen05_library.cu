@@ -89,7 +89,7 @@ enum : uint32_t {
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
-  E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC,
+  E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC, W_BEYOND_ALLOC,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
@@ -178,6 +178,22 @@ static __device__ __forceinline__ bool emu_cols_owned(uint32_t sm, uint32_t col,
   return true;
 }
 
+// True when this CTA holds columns on this SM and every column of [col, col + n) is its own or held by nobody: an
+// access past its allocation that a B200 serves all the same (tensor memory is there; only another CTA's alloc
+// of those columns would clash).
+static __device__ __forceinline__ bool emu_cols_unclaimed_beside_mine(uint32_t sm, uint32_t col, uint32_t n) {
+  const unsigned long long me = emu_my_tag();
+  bool mine = false;
+  for (uint32_t g = 0; g < EMU_GRANULES; ++g)
+    mine = mine || *(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] == me;
+  if (!mine || n == 0u || col + n > EMU_COLS) return false;
+  for (uint32_t g = col / 32u; g <= (col + n - 1u) / 32u; ++g) {
+    const unsigned long long owner = *(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g];
+    if (owner != 0ull && owner != me) return false;
+  }
+  return true;
+}
+
 // Columns [col, col + n) that this CTA freed: 1 when all are still free, 2 when another CTA has taken some since,
 // 0 when this CTA did not free them all.
 static __device__ __forceinline__ uint32_t emu_cols_freed_by_me(uint32_t sm, uint32_t col, uint32_t n) {
@@ -200,11 +216,14 @@ static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col
   if (col + cols > EMU_COLS) { emu_fail(E_COL_RANGE, site, col, cols); return __nvfp4emu_dummy; }
   if (!emu_cols_owned(sm, col, cols)) {
     const uint32_t freed = load && cols > 0u ? emu_cols_freed_by_me(sm, col, cols) : 0u;
-    if (freed != 1u) {
+    if (freed == 1u) {
+      emu_warn(W_LD_AFTER_DEALLOC, site, col, cols);
+    } else if (freed == 0u && emu_cols_unclaimed_beside_mine(sm, col, cols)) {
+      emu_warn(W_BEYOND_ALLOC, site, col, cols);
+    } else {
       emu_fail(freed == 2u ? E_LD_TAKEN : E_NOT_ALLOCATED, site, col, cols);
       return __nvfp4emu_dummy;
     }
-    emu_warn(W_LD_AFTER_DEALLOC, site, col, cols);
   }
   *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
   return emu_tmem_sm(sm) + lane * EMU_COLS + col;
