@@ -11,7 +11,7 @@ from arena.timing import Stats
 # Errors that say the machine lacks what the case needs (arena/missing.py words them), or that the Blackwell
 # emulation cannot judge the case (arena/blackwell/runtime.py's `cannot_judge`): the case is not judged here,
 # a status of its own, as pytest's skip.
-LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU", "cannot judge on this GPU")
+LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU", "cannot judge on this GPU", "cannot judge here")
 IMPORT_FAILED = "cannot import submission: "
 
 

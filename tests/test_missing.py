@@ -160,3 +160,23 @@ def test_a_call_into_cublaslt_nvfp4_is_not_judged_however_the_submission_words_t
         assert runtime.cannot_judge(RuntimeError("heuristic")) is None
     finally:
         runtime._state["source"] = saved or ""
+
+
+def test_a_submission_that_installs_another_cute_dsl_at_import_is_not_judged(tmp_path):
+    """A public group GEMM pip-installs nvidia-cutlass-dsl==4.4.0.dev0 at import (its B200 runner had a
+    network) and uses a name 4.3.5 lacks: not the file's fault, not judged here."""
+    from arena.blackwell import runtime
+    source = tmp_path / "submission.py"
+    source.write_text('subprocess.check_call([sys.executable, "-m", "pip", "install", "nvidia-cutlass-dsl==4.4.0.dev0"])')
+    saved = runtime._state.get("source")
+    try:
+        runtime.note_submission(str(source))
+        error = AttributeError("module 'cutlass.utils' has no attribute 'ClcDynamicPersistentTileSchedulerParams'")
+        line = runtime.cannot_judge(error)
+        assert line.startswith("cannot judge here: the submission installs nvidia-cutlass-dsl==4.4.0.dev0"), line
+        assert mark_not_run(CaseResult(0, "m: 1", False, error="cannot import submission: " + line)).not_run
+        source.write_text("import cutlass")            # no other pin: the file's own mistake
+        runtime.note_submission(str(source))
+        assert runtime.cannot_judge(error) is None
+    finally:
+        runtime._state["source"] = saved or ""

@@ -225,6 +225,8 @@ def raise_on_error():
 
 
 CANNOT_JUDGE = "cannot judge on this GPU"      # arena/results.py counts a case with this error as not judged
+CANNOT_JUDGE_HERE = "cannot judge here"        # the same, for what this machine lacks besides the GPU
+_OTHER_DSL_PIN = re.compile(r"nvidia-cutlass-dsl\s*==\s*([\w.]+)")
 # A fault of the GPU itself, as CUDA, the driver or cuda-python word it.
 _DEVICE_FAULT = re.compile(r"illegal instruction|illegal memory access|misaligned address|unspecified launch failure|"
                            r"CUDA_ERROR_(INVALID_HANDLE|ILLEGAL_\w+|LAUNCH_FAILED|MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR|"
@@ -257,6 +259,12 @@ def cannot_judge(error: BaseException) -> str | None:
         if "not emulated" in first or "cannot emulate" in first:
             return f"{CANNOT_JUDGE}: {first} (the emulation's limit, not a fault of the submission)"
         return None
+    pinned = _OTHER_DSL_PIN.search(_state.get("source", ""))
+    if pinned and isinstance(error, (AttributeError, ImportError)) and re.search(r"\bcutlass\b|\bcute\b", text):
+        from arena.missing import CUTE_DSL_PIN
+        if pinned.group(1) != CUTE_DSL_PIN:
+            return (f"{CANNOT_JUDGE_HERE}: the submission installs nvidia-cutlass-dsl=={pinned.group(1)} at import (the "
+                    f"jail has no network) and CuTe DSL {CUTE_DSL_PIN} here lacks a name it uses: {first[:160]}")
     if _CUBLASLT_FP4_SOURCE.search(_state.get("source", "")) and not isinstance(error, (SyntaxError, NameError)):
         return (f"{CANNOT_JUDGE}: the submission calls cuBLASLt's block-scaled FP4 matmul (CUDA_R_4F_E2M1 / a "
                 f"VEC16_UE4M3 scale mode), which cuBLASLt runs only on a Blackwell GPU and the emulation does not "

@@ -3,9 +3,12 @@
     python3 bench/emulation/public_agreement.py [--jobs N] [--gpus 0,1,2,3] [--limit S] [--out DIR] [FILE ...]
 
 Reads .public-blackwell/MANIFEST.tsv (never committed: public files of other authors; columns file, problem,
-repo, path, commit, style, expected, evidence; `expected` is what the B200 did: pass, fail, build_fail or
-unknown). Runs `eval.py test --emulate-blackwell` on every file (or the FILEs named), N at once, spread over the
-GPUs round-robin (CUDA_VISIBLE_DEVICES), each cut at --limit seconds. Prints one row per file: its verdict here
+repo, path, commit, style, expected, evidence, and optionally judged_on; `expected` is what the B200 did: pass,
+fail, build_fail or unknown). Runs `eval.py test --emulate-blackwell` on every file (or the FILEs named), N at
+once, spread over the GPUs round-robin (CUDA_VISIBLE_DEVICES), each cut at --limit seconds, on the task's tests
+and its benchmark shapes (checked, not timed): most B200 evidence is the runner's benchmark mode, which checks
+every benchmark shape ("failed testing"). `judged_on: benchmarks` limits a file to them (a B200 run of the
+benchmarks alone, with no test run known). Prints one row per file: its verdict here
 (pass, fail, build_fail, cannot judge, timed out), the B200's, whether they agree, the seconds to the worker's
 start (the build) and in all, and the first line that explains a verdict other than pass. Then the agreement on
 files with a known outcome, and the count of opaque device faults (a fault that is neither named by the
@@ -30,6 +33,9 @@ TASKS = {"gemm": ".", "gemv": "tasks/nvfp4_gemv", "dual_gemm": "tasks/nvfp4_dual
 OPAQUE = ("illegal instruction", "illegal memory access", "INVALID_HANDLE", "unspecified launch failure",
           "misaligned address", "Traceback")
 BUILD_WORDS = ("does not build", "rejects the submission's PTX", "compil", "CompileError", "ptxas")
+# A CuTe DSL kernel compiles in its first call: the DSL's compile errors are that file's build failure, as the
+# B200 runner's "COMPILE ERROR" for the same file.
+DSL_BUILD_ERRORS = ("OpError", "DSLAstPreprocessorError", "DSLCompilationError", "ICE")
 
 
 @dataclass
@@ -65,12 +71,27 @@ def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str
     if failed:
         first = failed[0].get("error") or "wrong output"
         imported = (report or {}).get("import_error") or ""
-        build = first.startswith("cannot import submission") and any(w in first for w in BUILD_WORDS)
+        build = first.startswith("cannot import submission") and any(w in first for w in BUILD_WORDS) \
+            or first.split(":")[0].strip() in DSL_BUILD_ERRORS
         return ("build_fail" if build else "fail"), score, " ".join(str(first or imported).split())[:300]
     if not_judged:
         return "cannot judge", score, " ".join(not_judged[0]["not_run"].split())[:300]
     warnings = sorted({w for c in cases for w in c.get("warnings", [])})
     return "pass", score, ("warning: " + warnings[0])[:300] if warnings else ""
+
+
+def spec_file(problem: str, judged_on: str, out: str) -> str:
+    """A spec file of the task's tests and benchmarks (or one of them), in the competition's spec grammar."""
+    import yaml
+    sys.path.insert(0, ROOT)
+    from arena.specs import format_spec
+    with open(os.path.join(ROOT, TASKS[problem], "task.yml")) as f:
+        task = yaml.safe_load(f)
+    sets = ("benchmarks",) if judged_on == "benchmarks" else ("tests", "benchmarks")
+    path = os.path.join(out, f"spec_{problem}_{'_'.join(sets)}.txt")
+    with open(path, "w") as f:
+        f.write("".join(format_spec(case) + "\n" for name in sets for case in task.get(name) or []))
+    return path
 
 
 def run_one(entry: dict, gpu: str | None, limit: float, out: str) -> Row:
@@ -80,7 +101,8 @@ def run_one(entry: dict, gpu: str | None, limit: float, out: str) -> Row:
     env = dict(os.environ)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    command = ["timeout", str(int(limit)), sys.executable, "eval.py", "test", "--emulate-blackwell", "-q",
+    spec = spec_file(entry["problem"], entry.get("judged_on") or "", out)
+    command = ["timeout", str(int(limit)), sys.executable, "eval.py", "test", spec, "--emulate-blackwell", "-q",
                "--submission", os.path.join(CORPUS, entry["file"]), "--task", TASKS[entry["problem"]],
                "--json", json_path]
     started = time.perf_counter()
