@@ -80,6 +80,10 @@ def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str
     return "pass", score, ("warning: " + warnings[0])[:300] if warnings else ""
 
 
+def spec_name(problem: str, judged_on: str) -> str:
+    return f"spec_{problem}_{'benchmarks' if judged_on == 'benchmarks' else 'tests_benchmarks'}.txt"
+
+
 def spec_file(problem: str, judged_on: str, out: str) -> str:
     """A spec file of the task's tests and benchmarks (or one of them), in the competition's spec grammar."""
     import yaml
@@ -88,7 +92,7 @@ def spec_file(problem: str, judged_on: str, out: str) -> str:
     with open(os.path.join(ROOT, TASKS[problem], "task.yml")) as f:
         task = yaml.safe_load(f)
     sets = ("benchmarks",) if judged_on == "benchmarks" else ("tests", "benchmarks")
-    path = os.path.join(out, f"spec_{problem}_{'_'.join(sets)}.txt")
+    path = os.path.join(out, spec_name(problem, judged_on))
     with open(path, "w") as f:
         f.write("".join(format_spec(case) + "\n" for name in sets for case in task.get(name) or []))
     return path
@@ -101,7 +105,7 @@ def run_one(entry: dict, gpu: str | None, limit: float, out: str) -> Row:
     env = dict(os.environ)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    spec = spec_file(entry["problem"], entry.get("judged_on") or "", out)
+    spec = os.path.join(out, spec_name(entry["problem"], entry.get("judged_on") or ""))
     command = ["timeout", str(int(limit)), sys.executable, "eval.py", "test", spec, "--emulate-blackwell", "-q",
                "--submission", os.path.join(CORPUS, entry["file"]), "--task", TASKS[entry["problem"]],
                "--json", json_path]
@@ -137,6 +141,8 @@ def main() -> int:
         entries = [e for e in csv.DictReader(f, delimiter="\t")
                    if (not args.files or e["file"] in args.files) and os.path.isfile(os.path.join(CORPUS, e["file"]))]
     os.makedirs(args.out, exist_ok=True)
+    for problem, judged_on in {(e["problem"], e.get("judged_on") or "") for e in entries}:
+        spec_file(problem, judged_on, args.out)       # written once, before any run reads it
     gpus = [g for g in args.gpus.split(",") if g] or [None]
     # The slowest first (CuTe DSL and CUDA builds), so the pool's tail is short.
     entries.sort(key=lambda e: e["style"] not in ("cute_dsl", "cuda"))
