@@ -115,7 +115,16 @@ def _blackwell_ptxas_rejects(real: str, args: list[str]) -> str | None:
     scratch output, so the emulated build below is unchanged."""
     handle, scratch = tempfile.mkstemp(suffix=".sm100-check.cubin")     # the emulation's folder is read-only
     os.close(handle)
-    checked = list(args)
+    checked, skip = [], False
+    for i, arg in enumerate(args):          # -O0: the check needs ptxas's verdict on the PTX, not its optimiser
+        if skip or re.fullmatch(r"-O\d|--opt-level=\d", arg):
+            skip = False
+            continue
+        if arg in ("--opt-level", "-O") and i + 1 < len(args):
+            skip = True
+            continue
+        checked.append(arg)
+    checked.append("-O0")
     for i, arg in enumerate(checked[:-1]):
         if arg in ("-o", "--output-file"):
             checked[i + 1] = scratch
