@@ -24,23 +24,52 @@ class TaskError(ValueError):
 _LEADERBOARD = re.compile(r"^#!POPCORN\s+leaderboard\s+(\S+)", re.MULTILINE)
 
 
+# Words that say which task a submission was written for, when it has no #!POPCORN header: its file name and
+# source. The gemm's own word is `gemm` not preceded by dual/group.
+_TASK_WORDS = {
+    "nvfp4_gemm": re.compile(r"(?<![a-z_])(?<!dual_)(?<!dual )(?<!group_)(?<!grouped_)gemm(?![a-z])", re.I),
+    "nvfp4_gemv": re.compile(r"gemv", re.I),
+    "nvfp4_dual_gemm": re.compile(r"dual[_ -]?gemm", re.I),
+    "nvfp4_group_gemm": re.compile(r"group(ed)?[_ -]?gemm", re.I),
+    "nvfp4_moe": re.compile(r"(?<![a-z])moe(?![a-z])|mixture[_ -]of[_ -]experts", re.I),
+    "fp8_attention": re.compile(r"attention", re.I),
+}
+
+
+def _where(named: str) -> str:
+    folder = REPO_ROOT / "tasks" / named
+    return f"pass --task {folder.relative_to(REPO_ROOT)}" if (folder / "task.yml").exists() else \
+        "no task folder of that name here" if named != "nvfp4_gemm" else "leave --task out"
+
+
 def task_named_elsewhere(submission: str, task: "Task") -> str:
     """One line when the submission's `#!POPCORN leaderboard NAME` header (popcorn-cli's) names another task
-    than the one this run evaluates: its inputs will not be the ones it was written for."""
+    than the one this run evaluates, or, without a header, when its name and source speak only of another task
+    (at least twice, and never of this one): its inputs will not be the ones it was written for."""
     try:
         with open(submission, encoding="utf-8", errors="replace") as f:
-            head = f.read(4096)
+            text = f.read(1 << 20)
     except OSError:
         return ""
-    found = _LEADERBOARD.search(head)
-    if not found or found.group(1) == task.name:
+    name = os.path.basename(submission)
+    found = _LEADERBOARD.search(text[:4096])
+    if found:
+        named = found.group(1).removeprefix("modal_")        # the runner's prefix: modal_nvfp4_dual_gemm
+        if named == task.name:
+            return ""
+        return (f"{name} names the leaderboard {found.group(1)} (its #!POPCORN line), but this run evaluates "
+                f"{task.name}: {_where(named)}")
+    words = name + "\n" + text
+    counts = {other: len(pattern.findall(words)) for other, pattern in _TASK_WORDS.items()}
+    if task.name not in counts:
         return ""
-    named = found.group(1)
-    folder = REPO_ROOT / "tasks" / named
-    where = f"pass --task {folder.relative_to(REPO_ROOT)}" if (folder / "task.yml").exists() else \
-        "no task folder of that name here" if named != "nvfp4_gemm" else "leave --task out"
-    return (f"{os.path.basename(submission)} names the leaderboard {named} (its #!POPCORN line), but this run "
-            f"evaluates {task.name}: {where}")
+    # `gemm` is in every GEMM task's words: never the guess, and no proof that a file is not a gemm one
+    other, count = max(((o, c) for o, c in counts.items() if o not in (task.name, "nvfp4_gemm")),
+                       key=lambda oc: oc[1])
+    if count < 2 or task.name != "nvfp4_gemm" and counts[task.name]:
+        return ""
+    return (f"{name} speaks of {other} ({count} mentions) and not of {task.name}, which this run evaluates: if it "
+            f"was written for {other}, {_where(other)}")
 
 
 @dataclass
