@@ -362,7 +362,7 @@ def evaluate(mode: str, given: dict):
         if not specfile and not only:
             options = replace(options, cases=tuple(diagnose_default(task, options, case_set or "tests")))
     from arena import static_checks
-    static = static_checks.scan(submission)
+    static = static_checks.scan(submission, task.name)
     other = task_named_elsewhere(submission, task)
     if other:
         click.echo(f"notice: {other}", err=True)

@@ -257,3 +257,25 @@ def test_pointers_handed_to_a_kernel_in_embedded_cuda_source_are_no_cache_hint()
     source = 'CPP = """\nvoid run(torch::Tensor a) {\n  launch(a.data_ptr());\n}\n"""\nkey = (a.data_ptr(), 1)\n'
     found = [f for f in static_checks.scan_text(source) if f.code == "pointer-cache"]
     assert found and found[0].lines == [6]
+
+
+def test_pointer_hints_fire_on_keys_not_on_the_pointers_a_launch_passes():
+    """CuTe DSL passes `make_ptr(dtype, t.data_ptr(), ...)` and pointer tables `append([a.data_ptr(), ...])`
+    (21 of 58 public files, the official examples among them, were flagged); a pointer used as a key is flagged."""
+    def flagged(line):
+        return "pointer-cache" in [f.code for f in static_checks.scan_text(line + "\n")]
+    for launch in ("p = make_ptr(dtype, a.data_ptr(), cute.AddressSpace.gmem)",
+                   "    ab_dtype, a.data_ptr(), cute.AddressSpace.gmem, assumed_align=16",
+                   "abc_ptrs.append([a.data_ptr(), b.data_ptr()])", "abc_ptrs.append((a.data_ptr(), b.data_ptr()))"):
+        assert not flagged(launch), launch
+    for key in ("cache[a.data_ptr()] = c", "if a.data_ptr() == last:", "key = ('scale', sf.data_ptr(), l)",
+                "return replay(data, ('ptr', data[0].data_ptr()), True)", "x = d[(a.data_ptr(), 1)]", "k = id(data)",
+                "v = data[0]._version"):
+        assert flagged(key), key
+
+
+def test_the_library_gemm_hint_speaks_to_the_competitions_tasks_only():
+    """This project's own tasks (attention, MoE) ship pure-PyTorch references that use torch.matmul."""
+    example = os.path.join(ROOT, "tasks", "fp8_attention", "torch_submission.py")
+    assert static_checks.scan(example, "fp8_attention") == []
+    assert [f.code for f in static_checks.scan(example, "nvfp4_gemm")] == ["library-gemm"]
