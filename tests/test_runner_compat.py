@@ -121,3 +121,31 @@ def test_a_rerun_in_the_same_folder_uses_the_new_files(tmp_path):
     probe = "import arena.specs, sys; sys.exit(0 if hasattr(arena.specs, 'parse_spec_text') else 3)"
     code, _, output = run_program(["-c", probe], tmp_path)
     assert code == 0, output
+
+
+def test_the_manifests_are_generated_and_a_new_module_needs_no_yaml_edit(tmp_path, monkeypatch):
+    """tasks/manifests.py writes the engine's entries of every task.yml from arena/; --check fails, naming the
+    file, when one is stale (a module added without running it)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("manifests", Path(ROOT) / "tasks" / "manifests.py")
+    manifests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(manifests)
+    assert manifests.main(["manifests.py", "--check"]) == 0
+    root = tmp_path / "repo"
+    (root / "arena" / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "one.py", "sub/__init__.py", "sub/two.py"):
+        (root / "arena" / name).write_text("")
+    original = (Path(ROOT) / "tasks" / "nvfp4_gemv" / "task.yml").read_text()
+    (root / "tasks" / "t").mkdir(parents=True)
+    (root / "tasks" / "t" / "task.yml").write_text(original)
+    (root / "task.yml").write_text((Path(ROOT) / "task.yml").read_text())
+    monkeypatch.setattr(manifests, "ROOT", root)
+    monkeypatch.setattr(manifests, "PACKAGE", root / "arena")
+    assert manifests.main(["manifests.py", "--check"]) == 1
+    assert manifests.main(["manifests.py"]) == 0
+    assert manifests.main(["manifests.py", "--check"]) == 0
+    entries = {e["name"]: e["source"] for e in yaml.safe_load((root / "tasks" / "t" / "task.yml").read_text())["files"]}
+    assert {k: v for k, v in entries.items() if k.startswith("arena")} == {
+        "arena.py": "../../arena/__init__.py", "arena.one.py": "../../arena/one.py",
+        "arena.sub.__init__.py": "../../arena/sub/__init__.py", "arena.sub.two.py": "../../arena/sub/two.py"}
+    assert entries["utils.py"] == "../../utils.py"          # the task's own entries stay as written

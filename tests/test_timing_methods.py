@@ -142,11 +142,12 @@ def test_no_nvml_means_no_reading_and_no_error():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU's budget")
 def test_a_cpu_benchmark_of_slow_calls_fits_its_calls_to_the_budget(tmp_path):
-    """Calls of a second against a 2 s budget: no separate warm-up window (the correctness call was one), at
-    most two sync-to-sync calls (not five), and the timed calls the budget holds."""
+    """Calls of a second against a 2 s budget: no separate warm-up window (the correctness call was one), no
+    sync-to-sync calls (on a CPU they only repeat the timed calls; five were made before), and the timed calls
+    the budget holds."""
     out = tmp_path / "out.json"
     run = run_eval("benchmark", spec_file(ONE), "--submission", f"{ROOT}/tests/submissions/one_second_calls.py",
                    "--max-time", "2", "--json", str(out))
     assert run.code == 0, run.stderr
     case = json.loads(out.read_text())["cases"][0]
-    assert case["wall"]["runs"] <= 2 and case["stats"]["runs"] <= 3, (case["wall"], case["stats"])
+    assert case["wall"] is None and case["stats"]["runs"] <= 3, (case["wall"], case["stats"])
