@@ -459,9 +459,11 @@ def diagnose_default(task, options, case_set):
         click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing the small probe case "
                    f"({case.spec})", err=True)
         return [(0, case)]
-    click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[0][0]}",
-               err=True)
-    return indexed[:1]
+    from arena.diagnose.choice import choose_case
+    at, why = choose_case([c.args for _, c in indexed])     # the case with every switch on (causal attention)
+    click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[at][0]} "
+               f"({why.split(': ', 1)[1]})", err=True)
+    return indexed[at:at + 1]
 
 
 def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
