@@ -274,3 +274,32 @@ def test_a_weight_rounded_once_from_fp32_and_the_other_bf16_neighbour_are_accept
     kind = moe_helper.ROUTED_WEIGHT if precision == "routed_weight" else {"final": "other"}
     data, out = _run_helper(reference, moe_helper, case, precision=kind)
     assert not bool(reference.moe_envelope.outside(data, out).any())
+
+
+REPEATED = {"t": 32, "h": 256, "i": 128, "e": 8, "k": 4, "seed": 49, "data": "repeated_ids"}
+PADDED = {"t": 24, "h": 192, "i": 64, "e": 8, "k": 2, "seed": 50}
+
+
+@pytest.mark.parametrize("bug,case", [("duplicate_ids_once", REPEATED), ("expert_offset_unpadded", PADDED)])
+def test_the_tests_hold_a_repeated_expert_id_and_padded_scale_tiles(reference, moe_helper, bug, case):
+    """Two bugs that only robustness caught: a token routed twice to one expert counted once (dense routing
+    weights built by assignment), and per-expert scale offsets that ignore the 128-row padding (H = 192: w2's
+    192 scale rows fill 256). Each passes a case without that feature, fails the test case that has it, and
+    an honest kernel passes both."""
+    import yaml
+    tests = yaml.safe_load(open(os.path.join(TASK, "task.yml")))["tests"]
+    assert case in tests
+    _, plain = _run_helper(reference, moe_helper, SMALL, bug=bug)
+    data = reference.generate_input(**SMALL)
+    assert not bool(reference.moe_envelope.outside(data, plain).any()), "the bug shows without the feature"
+    data, out = _run_helper(reference, moe_helper, case, bug=bug)
+    assert bool(reference.moe_envelope.outside(data, out).any()), bug
+    data, honest = _run_helper(reference, moe_helper, case)
+    assert not bool(reference.moe_envelope.outside(data, honest).any())
+
+
+def test_a_duplicate_id_counted_once_is_said_in_words(reference, moe_helper):
+    data, out = _run_helper(reference, moe_helper, REPEATED, bug="duplicate_ids_once")
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    summary, _, _ = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
+    assert "exactly those whose top-k names one expert twice: a duplicate id counted once" in summary, summary

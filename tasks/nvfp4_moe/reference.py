@@ -302,6 +302,11 @@ def _where_wrong(data, wrong: torch.Tensor) -> str:
     rows = torch.nonzero(wrong.any(dim=1).cpu()).flatten()
     tokens = ", ".join(str(int(t)) for t in rows[:8]) + (f" and {rows.numel() - 8} more" if rows.numel() > 8 else "")
     text = f"{int(wrong.sum())} wrong elements in {rows.numel()} of {wrong.shape[0]} tokens ({tokens})"
+    repeated = torch.tensor([len(set(r.tolist())) < len(r) for r in ids], dtype=torch.bool)
+    if rows.numel() and bool(repeated.any()) and torch.equal(wrong.any(dim=1).cpu(), repeated):
+        return (text + "; the wrong tokens are exactly those whose top-k names one expert twice: a duplicate id "
+                "counted once (routing weights built by assignment, or a per-expert token mask set instead of "
+                "summed)")
     common = set(ids[rows[0]].tolist()) if rows.numel() else set()
     for t in rows[1:]:
         common &= set(ids[t].tolist())

@@ -81,6 +81,10 @@ def _remapped(blocked, rows, cols, bug):
 
 def _scales(sf, sf_blocked, e, bug):
     rows, cols = sf.shape[1], sf.shape[2]
+    if bug == "expert_offset_unpadded":         # expert e's scales at e x rows x cols bytes of the whole buffer:
+        flat = sf_blocked.view(torch.uint8).reshape(-1)     # the 128-row padding of each expert's tiles ignored
+        start = e * rows * cols
+        return _plain_from_blocked(flat[start:start + sf_blocked[e].numel()], rows, cols)
     if bug == "scales_blocked_as_plain":        # the blocked bytes taken as if row-major: no remap
         return sf_blocked[e].view(torch.uint8)[:rows * cols].reshape(rows, cols).view(torch.float8_e4m3fn)
     if bug and bug.startswith("sf_"):
@@ -101,8 +105,14 @@ def run(data, bug=None, precision=None):
         total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
         inter = w1.shape[1] // 2
         stale, owed = None, False
+        if bug == "duplicate_ids_once":             # dense routing weights built by assignment: a token routed
+            dense = torch.zeros(ids.shape[0], w1.shape[0], device=ids.device)   # twice to one expert counts once
+            dense[torch.arange(ids.shape[0], device=ids.device).unsqueeze(1).expand_as(ids), ids.long()] = weights
         for e in range(w1.shape[0]):
             token, slot = torch.nonzero(ids == e, as_tuple=True)
+            if bug == "duplicate_ids_once":
+                token = torch.nonzero(dense[:, e] != 0).flatten()
+                slot = None
             if token.numel() == 0:
                 owed = bug == "stale_tile"          # this expert's (stale) tile lands on the next one's first row
                 continue
@@ -119,7 +129,8 @@ def run(data, bug=None, precision=None):
                 y[0] = stale if stale is not None else 0.0
                 owed = False
             stale = y[-1].clone()
-            weight = torch.ones_like(weights[token, slot]) if bug == "combine_unweighted" else weights[token, slot]
+            weight = dense[token, e] if slot is None else \
+                torch.ones_like(weights[token, slot]) if bug == "combine_unweighted" else weights[token, slot]
             if kind.get("weighted") is not None:    # the router weight applied to the fp32 y, stored once
                 contribution = (y * weight.unsqueeze(1)).to(kind["weighted"]).float()
             elif kind.get("combine") is not None:
