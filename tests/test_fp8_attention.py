@@ -194,3 +194,13 @@ def test_a_bug_no_hypothesis_reproduces_is_localised_not_misnamed(reference, att
     expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
     summary, evidence, key = reference.diagnose_failure(data, out, expected, 1e-2, 1e-2)
     assert key == "localised" and "Stage" not in summary and "first wrong row" in summary, (summary, evidence)
+
+
+def test_no_bug_is_named_that_equals_the_reference_on_the_case(reference, attention_helper):
+    """A 1 % error on a causal case: "a causal mask where the case has none" (or any other hypothesis equal to
+    the reference where the output is wrong) is an accusation the case cannot support, and is never made."""
+    data, out = _attention_run(reference, attention_helper, CASES[0])
+    nudged = (out.float() * 1.01).to(out.dtype)
+    expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
+    summary, evidence, key = reference.diagnose_failure(data, nudged, expected, 1e-2, 1e-2)
+    assert "Stage" not in summary and key != "causal_where_none", (summary, evidence)

@@ -303,3 +303,14 @@ def test_a_duplicate_id_counted_once_is_said_in_words(reference, moe_helper):
     expected = reference.ref_kernel(tuple(t.clone() for t in data))
     summary, _, _ = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
     assert "exactly those whose top-k names one expert twice: a duplicate id counted once" in summary, summary
+
+
+def test_no_bug_is_named_that_equals_the_reference_on_the_case(reference, moe_helper):
+    """On uniform data every scale is 1 and the intermediate exact in e2m1: "never requantized" (and the scale
+    remaps) equal the reference there, so a 1 % error is not blamed on them (it was: "Stage 4 requantization")."""
+    case = {"t": 16, "h": 256, "i": 128, "e": 8, "k": 2, "seed": 61, "data": "uniform"}
+    data, out = _run_helper(reference, moe_helper, case, bug="nudged")
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    summary, evidence, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
+    assert key == "localised" and "Stage" not in summary, (summary, evidence)
+    assert any("not weighed" in line and "requant_skipped" in line for line in evidence), evidence
