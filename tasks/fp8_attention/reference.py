@@ -177,6 +177,7 @@ def _saturation(output: torch.Tensor) -> str:
 
 
 EXPLAINS = 0.99       # a hypothesis is named only when it reproduces this share of the wrong elements and of all
+SUPPORTS = 0.5        # and when it differs from the reference (beyond the envelope) on this share of the wrong elements
 
 
 def _where_wrong(wrong: torch.Tensor, causal: bool) -> str:
@@ -223,7 +224,7 @@ def diagnose_failure(data, output, expected, rtol: float, atol: float):
         # A bug that equals the reference (within the envelope) where the output is wrong cannot be told apart
         # on this case (a causal mask on a causal case, a Q stride swap with H = 1): never named.
         differs = ((want - o).abs() > allowance) | (torch.isnan(want) ^ torch.isnan(o))
-        if not bool(wrong.any()) or float(differs[wrong].float().mean()) < EXPLAINS:
+        if not bool(wrong.any()) or float(differs[wrong].float().mean()) < SUPPORTS:
             continue
         close = (got - want).abs() <= allowance + atol + rtol * want.abs()
         close |= torch.isnan(got) & torch.isnan(want)
