@@ -63,6 +63,7 @@ FIRES = [
     ("layout_kgroup_swapped", SQUARE, "kgroup_swapped", "position inside the group swapped"),
     ("layout_ktile_stride", SQUARE, "ktile_stride", "wrong stride between K tiles"),
     ("layout_tile_order", SQUARE, "tile_order", "K-tile-major"),
+    ("layout_k_atom_stride_zero", SQUARE, "k_atom_stride_zero", "stride of 0 on the atom's K mode"),
     ("layout_permuted_contiguous", SQUARE, "permuted_contiguous", ".contiguous()"),
     ("layout_plain_as_blocked", SQUARE, "plain_as_blocked", "plain [MN, K/16] scales read as if"),
     ("layout_blocked_as_plain", SQUARE, "blocked_as_plain", "read as if they were plain"),

@@ -71,6 +71,11 @@ LAYOUT_BUGS = {
     "kgroup_swapped": ("the K tile (group of 4 scales) and the position inside the group swapped",
                        lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
                        (rb * CB + c4) * TILE_BYTES + r32 * 16 + r4 * 4 + cb),
+    "k_atom_stride_zero": ("the 4 K-blocks of each 128x4 scale atom all read the first one's scale: a stride of "
+                           "0 on the atom's K mode, where CUTLASS's atom has K as (16, 4):(0, 1) (the 0 is for the "
+                           "16 elements that share a scale, the 1 for the 4 scales side by side)",
+                           lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
+                           (rb * CB + cb) * TILE_BYTES + r32 * 16 + r4 * 4),
     "ktile_stride": ("a wrong stride between K tiles (4 tiles of 512 bytes per K tile instead of 1)",
                      lambda rb, rr, r4, r32, cb, c4, RB, CB, SK, r, j:
                      (rb * CB + 4 * cb) * TILE_BYTES + r32 * 16 + r4 * 4 + c4),

@@ -11,6 +11,7 @@ E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3
 LAYOUT_BUGS = ("rows_plain", "to_blocked_no_transpose",
                *(f"rowblock_stride_{n}" for n in ("zero", "scales", "double", "plus_one", "pad4", "pad8")),
                "rows_plain_last_tile", "inner_transposed", "kgroup_swapped", "ktile_stride", "tile_order",
+               "k_atom_stride_zero",
                "permuted_contiguous", "plain_as_blocked", "blocked_as_plain", "sbo_0", "sbo_16", "sbo_32", "sbo_64")
 
 
@@ -51,6 +52,8 @@ def scale_offsets(mn: int, sk: int, bug, device) -> torch.Tensor:
         stride = {"zero": 0, "scales": 4 * k_tiles, "double": 2 * k_tiles, "plus_one": k_tiles + 1,
                   "pad4": (k_tiles + 3) // 4 * 4, "pad8": (k_tiles + 7) // 8 * 8}[bug[len("rowblock_stride_"):]]
         tile = rb * stride + kb
+    elif bug == "k_atom_stride_zero":  # the atom's K mode given stride 0: 4 K-blocks read the first one's scale
+        inside = r32 * 16 + r4 * 4
     elif bug == "ktile_stride":       # 4 tiles per K tile instead of 1
         tile = rb * k_tiles + 4 * kb
     elif bug == "tile_order":         # tiles walked K-tile-major
