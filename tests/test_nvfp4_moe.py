@@ -314,3 +314,16 @@ def test_no_bug_is_named_that_equals_the_reference_on_the_case(reference, moe_he
     summary, evidence, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
     assert key == "localised" and "Stage" not in summary, (summary, evidence)
     assert any("not weighed" in line and "requant_skipped" in line for line in evidence), evidence
+
+
+def test_tensorrt_llms_bf16_atomic_finalize_is_accepted_on_every_test_case(reference, moe_helper):
+    """TensorRT-LLM's fused finalize adds each weighted expert output atomically into the bf16 output: every
+    partial sum is rounded to bf16 (7 of 8 tests rejected it before this profile). A 1 % error still leaves the
+    envelope on the cases with k <= 2 (with k >= 4 the band of k - 1 bf16 roundings is about as wide)."""
+    import yaml
+    tests = yaml.safe_load(open(os.path.join(TASK, "task.yml")))["tests"]
+    for case in tests:
+        data, out = _run_helper(reference, moe_helper, case, precision=moe_helper.ATOMIC_BF16)
+        assert not bool(reference.moe_envelope.outside(data, out).any()), case
+    data, out = _run_helper(reference, moe_helper, SMALL, bug="nudged")
+    assert bool(reference.moe_envelope.outside(data, out).any())

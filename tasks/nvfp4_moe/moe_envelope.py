@@ -10,7 +10,8 @@ only where that noise straddles a decision boundary. Exact ties (a power-of-two 
 midpoint) have no band: the contract rounds them to even. The final bf16 rounding may go to either
 neighbour of the band's ends.
 
-Used by reference.py (`check_implementation`); costs one L1 GEMM and 9 L2 GEMMs per call.
+Used by reference.py (`check_implementation`); per expert with tokens it costs one L1 GEMM and, for each of the
+9 (h, act) dtype pairs, the requantization and one L2 GEMM with its band (1 + 2 × 9 GEMM-sized products).
 """
 import torch
 
@@ -19,12 +20,19 @@ from arena.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize
 NOISE = 2.0 ** -20          # relative noise of fp32 sums in any order, fast exp, reciprocal-multiply
 SCALE_NOISE = 2.0 ** -21    # relative noise of a kernel's own quantization arithmetic (amax/6/gs, x/scale)
 INTERMEDIATE = (torch.float32, torch.bfloat16, torch.float16)        # h and act, each independently
-# (expert output y, each weighted term, the router weight): fp32 throughout; y stored in bf16 or fp16 then
-# weighted in fp32; vLLM's bf16 weight × bf16 y stored in bf16; vLLM/SGLang fused_moe's MUL_ROUTED_WEIGHT and
-# TensorRT-LLM's finalize, the fp32 y × fp32 weight stored once in bf16. The terms are summed in fp32.
-FINISH = ((torch.float32, torch.float32, torch.float32), (torch.bfloat16, torch.float32, torch.float32),
-          (torch.bfloat16, torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32, torch.float32),
-          (torch.float32, torch.bfloat16, torch.float32))
+# (expert output y, each weighted term, the router weight, the accumulator): fp32 throughout; y stored in bf16
+# or fp16 then weighted in fp32; vLLM's bf16 weight × bf16 y stored in bf16; vLLM/SGLang fused_moe's
+# MUL_ROUTED_WEIGHT, the fp32 y × fp32 weight stored once in bf16, summed in fp32; TensorRT-LLM's fused
+# finalize, the same terms added atomically into a bf16 output (every partial sum rounded to bf16, in any
+# order).
+FINISH = ((torch.float32, torch.float32, torch.float32, torch.float32),
+          (torch.bfloat16, torch.float32, torch.float32, torch.float32),
+          (torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.float32),
+          (torch.float16, torch.float32, torch.float32, torch.float32),
+          (torch.float32, torch.bfloat16, torch.float32, torch.float32),
+          (torch.float32, torch.bfloat16, torch.float32, torch.bfloat16))
+# The rounding of one add into a bf16 accumulator: half a unit in the last place, relative (8 significant bits).
+BF16_HALF_ULP = 2.0 ** -8
 
 
 def stored(x: torch.Tensor, dtype) -> torch.Tensor:
@@ -132,8 +140,8 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
                 y = q @ w2e.T
                 band = NOISE * (q.abs() @ w2e.abs().T) + dev @ w2e.abs().T
                 experts.append((token, slot, weights[token, slot].to(dtype).unsqueeze(1), y, band))
-            for ydt, cdt, wdt in FINISH:
-                ok |= _within(got, experts, ydt, cdt, wdt, output.dtype, ids.shape[1])
+            for ydt, cdt, wdt, acc in FINISH:
+                ok |= _within(got, experts, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
     return ~ok
 
 
@@ -148,9 +156,11 @@ def _rounded(x: torch.Tensor, dtype, toward: float) -> torch.Tensor:
     return torch.where(passed, beyond, near)
 
 
-def _within(got, experts, ydt, cdt, wdt, out_dtype, k: int) -> torch.Tensor:
+def _within(got, experts, ydt, cdt, wdt, acc, out_dtype, k: int) -> torch.Tensor:
     """Where `got` lies in this profile's envelope: its combine, then either neighbour in the output dtype of
-    the band's ends (the band's low end rounded down, its high end rounded up)."""
+    the band's ends (the band's low end rounded down, its high end rounded up). A bf16 accumulator (`acc`)
+    rounds each of the k - 1 adds after the first: each moves the sum by at most half a bf16 unit of a partial
+    sum, and no partial sum, in any order, exceeds the sum of the terms' magnitudes."""
     center = torch.zeros(got.shape[0], k, got.shape[1], dtype=got.dtype, device=got.device)
     allowance = torch.zeros_like(center)        # one row per (token, slot): each written once, no scatter-add
     for token, slot, weight, y, band in experts:
@@ -166,7 +176,10 @@ def _within(got, experts, ydt, cdt, wdt, out_dtype, k: int) -> torch.Tensor:
                                    (stored((ys + reach) * w, cdt) - term).abs())
         center[token, slot] = term
         allowance[token, slot] = spread + NOISE * term.abs()
+    magnitude = center.abs().sum(1)
     center, allowance = center.sum(1), allowance.sum(1)
+    if acc != torch.float32:
+        allowance = allowance + (k - 1) * BF16_HALF_ULP * (magnitude + allowance)
     low = _rounded(center - allowance, out_dtype, float("-inf"))
     high = _rounded(center + allowance, out_dtype, float("inf"))
     # A profile whose intermediates overflow (fp16 past 65504) reaches no finite output: an infinite band

@@ -30,6 +30,9 @@ def _decode(packed, scales):
 VLLM = {"hidden": torch.bfloat16, "act": torch.bfloat16, "y": torch.bfloat16, "combine": torch.bfloat16}
 # vLLM/SGLang fused_moe with MUL_ROUTED_WEIGHT: the weight applied to GEMM2's fp32 accumulator, stored as bf16
 ROUTED_WEIGHT = {"hidden": torch.bfloat16, "act": torch.bfloat16, "weighted": torch.bfloat16}
+# TensorRT-LLM's fused finalize: each expert's weighted output rounded to bf16 and added atomically into a bf16
+# output (every partial sum rounded to bf16, in expert order here; the hardware's order varies)
+ATOMIC_BF16 = {"hidden": torch.bfloat16, "act": torch.bfloat16, "weighted": torch.bfloat16, "atomic": torch.bfloat16}
 
 
 def _stored(x, dtype):
@@ -137,7 +140,11 @@ def run(data, bug=None, precision=None):
                 contribution = (y.to(kind["combine"]) * weight.to(kind["combine"]).unsqueeze(1)).float()
             else:
                 contribution = y * weight.unsqueeze(1)
-            total.index_add_(0, token, contribution)
+            if kind.get("atomic") is not None:      # a bf16 accumulator: each add rounds the running sum
+                for row, value in zip(token.tolist(), contribution):
+                    total[row] = (total[row] + value).to(kind["atomic"]).float()
+            else:
+                total.index_add_(0, token, contribution)
         if bug == "nudged":                         # a uniform 1 % error
             total = total * 1.01
         rounded = total.to(out.dtype)
