@@ -62,7 +62,7 @@ class Limits:
     wall_calls: int = WALL_CALLS    # sync-to-sync calls per case (--max-runs caps them too)
     diagnose_all: bool = False      # every failing case diagnosed in full (else one per pattern of wrong elements)
     strict: bool = False            # refuse an output dtype or strided layout that the competition accepts
-    emulated: bool = False          # --emulate-blackwell: the timeouts of tcgen05 work run in software
+    emulated: bool = False          # --emulate-blackwell: tcgen05 work runs in software, under its own timeouts
 
 
 def data_bytes(data) -> int:
