@@ -224,7 +224,7 @@ def test_a_jit_submission_gets_the_build_allowance_on_each_case_first_call():
 
     from arena.modes import BUILD_ALLOWANCE_S, Evaluator
     evaluator = object.__new__(Evaluator)
-    evaluator.limits, evaluator.device = SimpleNamespace(case_timeout=None), "cpu"
+    evaluator.limits, evaluator.device = SimpleNamespace(case_timeout=None, emulated=False), "cpu"
     evaluator.builds, evaluator._answered, evaluator._seen_per_call = True, True, None
     evaluator.builds_per_shape = True              # CuTe DSL / Triton: a new shape compiles again
     assert evaluator.timeout([]) >= BUILD_ALLOWANCE_S

@@ -87,11 +87,16 @@ def test_check_accepts_the_right_answer_and_names_contract_breaks():
     data = reference.generate_input(128, 256, 256, 1, seed=2)
     right = reference.ref_kernel(tuple(x.clone() for x in data)).clone()
     assert check(data, right) == (True, "")
-    assert check(data, right.float()) == (False, "output dtype is torch.float32, expected torch.float16 (its values "
-                                          "match the reference: the competition, which compares values only, would pass it)")
+    # the competition compares values only: an fp32 result with the right values passes (the evaluator adds a
+    # warning line); --strict's comparison names the dtype and whether the values match anyway
+    assert check(data, right.float()) == (True, "")
+    assert reference.check_implementation.compare(data, right.float(), strict=True).problem == (
+        "output dtype is torch.float32, expected torch.float16 (its values match the reference: the competition, "
+        "which compares values only, would pass it)")
     off = right.float()
     off[0, 0, 0] += 100
-    assert check(data, off)[1] == \
+    assert not check(data, off)[0]
+    assert reference.check_implementation.compare(data, off, strict=True).problem == \
         "output dtype is torch.float32, expected torch.float16 (its values do not match the reference either)"
     assert check(data, right[:, :128])[1] == "output shape is [128, 128, 1], expected [128, 256, 1]"
     assert check(data, [right])[1] == "custom_kernel returned list, expected a torch.Tensor"

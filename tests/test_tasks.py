@@ -227,8 +227,8 @@ def test_gemv_check_names_contract_breaks_and_wrong_values():
     assert ref.check_implementation(inputs, good.clone()) == (True, "")
     ok, message = ref.check_implementation(inputs, good[:, 0, :].clone())
     assert not ok and message == "output shape is [128, 1], expected [128, 1, 1]"
-    ok, message = ref.check_implementation(inputs, good.float())
-    assert not ok and "output dtype is torch.float32" in message
+    assert ref.check_implementation(inputs, good.float()) == (True, "")      # values only, as the competition
+    assert "output dtype is torch.float32" in ref.check_implementation.compare(inputs, good.float(), strict=True).problem
     ok, message = ref.check_implementation(inputs, untouched)             # c returned untouched
     assert not ok and "Number of mismatched elements" in message
 
@@ -359,9 +359,13 @@ def test_group_gemm_check_covers_the_list_and_every_group():
     assert check([]) == (False, "custom_kernel returned 0 tensors, expected 2 (one per group)")
     assert check(good[:1]) == (False, "custom_kernel returned 1 tensors, expected 2 (one per group)")
     assert check(good[0])[1].startswith("custom_kernel returned Tensor, expected a list of 2 tensors")
-    assert check([good[0], good[1].float()]) == (False, "group 1: output dtype is torch.float32, expected torch.float16"
-                                                  " (its values match the reference: the competition, which compares "
-                                                  "values only, would pass it)")
+    assert check([good[0], good[1].float()]) == (True, "")         # values only, as the competition
+    assert ref.check_implementation.compare(inputs, [good[0], good[1].float()], strict=True).problem == (
+        "group 1: output dtype is torch.float32, expected torch.float16 (its values match the reference: the "
+        "competition, which compares values only, would pass it)")
+    assert ref.check_implementation.compare(inputs, [good[0], good[1].float()]).warnings == [
+        "group 1: output dtype is torch.float32, expected torch.float16: compared by value, as the competition does "
+        "(--strict refuses it)"]
     assert check([good[0][:32], good[1]]) == (False, "group 0: output shape is [32, 128, 1], expected [40, 128, 1]")
     wrong = [c.clone() for c in good]
     wrong[1][3, 5, 0] += 1
