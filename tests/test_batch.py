@@ -29,7 +29,7 @@ DOZEN = {
     "tests/broken/zeros.py": False,
     "tests/broken/transposed.py": False,
     "tests/broken/layout_kgroup_swapped.py": False,
-    "tests/exploits/out_fp32.py": False,
+    "tests/exploits/out_fp32.py": True,             # right values in fp32: the competition passes it (a warning)
     "tests/exploits/out_view_of_input.py": False,
     "tests/submissions/crashes.py": False,
     "tests/submissions/syntax_error.py": False,
