@@ -47,22 +47,22 @@ def verbose_allequal(received, expected, max_print=5) -> list[str]:
     return _describe(torch.ne(received, expected), received, expected, max_print)
 
 
-def contract_problem(output, expected: torch.Tensor, strict: bool = True) -> str | None:
-    """Why `output` breaks the task's output contract (type, shape, device; with `strict`, also its dtype and
-    a strided layout), or None.
+def contract_problem(output, expected: torch.Tensor, dtype: bool = True, layout: bool = True) -> str | None:
+    """Why `output` breaks the task's output contract (type, shape, device; with `dtype`, also its dtype, with
+    `layout` a strided layout), or None.
 
     The competition checks only values, so an fp32 result passed there: unless strict, a dtype or layout that
     differs is a warning (`layout_warnings`), and the values decide.
     """
     if not isinstance(output, torch.Tensor):
         return f"custom_kernel returned {type(output).__name__}, expected a torch.Tensor"
-    if strict and output.dtype != expected.dtype:
+    if dtype and output.dtype != expected.dtype:
         return f"output dtype is {output.dtype}, expected {expected.dtype}"
     if tuple(output.shape) != tuple(expected.shape):
         return f"output shape is {list(output.shape)}, expected {list(expected.shape)}"
     if output.device != expected.device:
         return f"output is on {output.device}, expected {expected.device} (the inputs' device)"
-    if strict and not _dense_like(output, expected):
+    if layout and not _dense_like(output, expected):
         return f"output is {_strided(output)} (--strict asks for a dense tensor)"
     return None
 
@@ -111,7 +111,7 @@ def group_contract_problem(output, expected: list, strict: bool = True) -> str |
     if len(output) != len(expected):
         return f"custom_kernel returned {len(output)} tensors, expected {len(expected)} (one per group)"
     for i, (out, want) in enumerate(zip(output, expected)):
-        problem = contract_problem(out, want, strict)
+        problem = contract_problem(out, want, strict, strict)
         if problem:
             return f"group {i}: {problem}"
     return None
@@ -154,7 +154,7 @@ def compare(data, output, reference, rtol: float, atol: float, strict: bool = Fa
             if reasons:
                 return CheckResult(False, mismatches=reasons, group=i, expected=expected, warnings=warnings)
         return CheckResult(True, expected=expected, warnings=warnings)
-    problem = contract_problem(output, expected, strict)
+    problem = contract_problem(output, expected, strict, strict)
     if problem:
         return CheckResult(False, problem + dtype_only_note(output, expected, rtol, atol), expected=expected)
     reasons = verbose_allclose(output, expected, rtol=rtol, atol=atol)
@@ -200,8 +200,7 @@ class EnvelopeCheck(ReferenceCheck):
         """The envelope is computed for the reference's dtype: a dtype unlike it is refused even unless strict
         (these tasks are this project's own, not the competition's); a strided layout is a warning."""
         expected = self.reference(data)
-        problem = contract_problem(output, expected, strict) or \
-            (f"output dtype is {output.dtype}, expected {expected.dtype}" if output.dtype != expected.dtype else None)
+        problem = contract_problem(output, expected, dtype=True, layout=strict)
         if problem:
             return CheckResult(False, problem, expected=expected)
         with torch.no_grad():

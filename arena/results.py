@@ -11,7 +11,9 @@ from arena.timing import Stats
 # Errors that say the machine lacks what the case needs (arena/missing.py words them), or that the Blackwell
 # emulation cannot judge the case (arena/blackwell/runtime.py's `cannot_judge`): the case is not judged here,
 # a status of its own, as pytest's skip.
-LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU", "cannot judge on this GPU", "cannot judge here")
+CANNOT_JUDGE = "cannot judge on this GPU"      # the emulation met what it does not model
+CANNOT_JUDGE_HERE = "cannot judge here"        # the same, for what this machine lacks besides the GPU
+LACKS = ("needs a CUDA GPU", "needs a Blackwell GPU", CANNOT_JUDGE, CANNOT_JUDGE_HERE)
 IMPORT_FAILED = "cannot import submission: "
 
 
@@ -26,7 +28,7 @@ def mark_not_run(result: "CaseResult") -> "CaseResult":
 def not_judged_words(reason: str) -> str:
     """How a report shows a case that was not judged: "cannot judge on this GPU: ..." as it is, else
     "not run: needs ..."."""
-    return reason if reason.startswith("cannot judge") else f"not run: {reason}"
+    return reason if reason.startswith((CANNOT_JUDGE, CANNOT_JUDGE_HERE)) else f"not run: {reason}"
 
 
 @dataclass

@@ -25,9 +25,9 @@ _LEADERBOARD = re.compile(r"^#!POPCORN\s+leaderboard\s+(\S+)", re.MULTILINE)
 
 
 # Words that say which task a submission was written for, when it has no #!POPCORN header: its file name and
-# source. The gemm's own word is `gemm` not preceded by dual/group.
+# source. nvfp4_gemm has none: `gemm` is in every GEMM task's words, so it is never the guess, and no count of it
+# proves that a file is not a gemm one.
 _TASK_WORDS = {
-    "nvfp4_gemm": re.compile(r"(?<![a-z_])(?<!dual_)(?<!dual )(?<!group_)(?<!grouped_)gemm(?![a-z])", re.I),
     "nvfp4_gemv": re.compile(r"gemv", re.I),
     "nvfp4_dual_gemm": re.compile(r"dual[_ -]?gemm", re.I),
     "nvfp4_group_gemm": re.compile(r"group(ed)?[_ -]?gemm", re.I),
@@ -44,8 +44,8 @@ def _where(named: str) -> str:
 
 def task_named_elsewhere(submission: str, task: "Task") -> str:
     """One line when the submission's `#!POPCORN leaderboard NAME` header (popcorn-cli's) names another task
-    than the one this run evaluates, or, without a header, when its name and source speak only of another task
-    (at least twice, and never of this one): its inputs will not be the ones it was written for."""
+    than the one this run evaluates, or, without a header, when its name and source speak of another task (at
+    least twice) and never of this one: its inputs will not be the ones it was written for."""
     try:
         with open(submission, encoding="utf-8", errors="replace") as f:
             text = f.read(1 << 20)
@@ -59,14 +59,12 @@ def task_named_elsewhere(submission: str, task: "Task") -> str:
             return ""
         return (f"{name} names the leaderboard {found.group(1)} (its #!POPCORN line), but this run evaluates "
                 f"{task.name}: {_where(named)}")
+    if task.name not in _TASK_WORDS and task.name != "nvfp4_gemm":
+        return ""
     words = name + "\n" + text
     counts = {other: len(pattern.findall(words)) for other, pattern in _TASK_WORDS.items()}
-    if task.name not in counts:
-        return ""
-    # `gemm` is in every GEMM task's words: never the guess, and no proof that a file is not a gemm one
-    other, count = max(((o, c) for o, c in counts.items() if o not in (task.name, "nvfp4_gemm")),
-                       key=lambda oc: oc[1])
-    if count < 2 or task.name != "nvfp4_gemm" and counts[task.name]:
+    other, count = max(((o, c) for o, c in counts.items() if o != task.name), key=lambda oc: oc[1])
+    if count < 2 or counts.get(task.name):
         return ""
     return (f"{name} speaks of {other} ({count} mentions) and not of {task.name}, which this run evaluates: if it "
             f"was written for {other}, {_where(other)}")

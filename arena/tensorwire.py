@@ -92,7 +92,7 @@ class Encoder:
             if t.numel():
                 size = t.element_size()
                 first = t.storage_offset() * size
-                end = first + (sum((n - 1) * abs(d) for n, d in zip(t.shape, t.stride())) + 1) * size
+                end = first + (sum((n - 1) * d for n, d in zip(t.shape, t.stride())) + 1) * size
                 span[0], span[1] = min(span[0], first), max(span[1], end)
         return {"tensor": entry}
 
@@ -128,7 +128,7 @@ class Encoder:
                 if tensor["shape"] and 0 in tensor["shape"]:
                     tensor["offset"] = 0
                 else:
-                    tensor["offset"] -= first // torch.empty(0, dtype=dtype_from_name(tensor["dtype"])).element_size()
+                    tensor["offset"] -= first // dtype_from_name(tensor["dtype"]).itemsize
 
     def finish(self, tree) -> tuple[dict, list[int]]:
         """The message body and the descriptors to attach (the caller closes them after sending)."""

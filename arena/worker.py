@@ -398,8 +398,8 @@ def serve(sock: socket.socket):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
-            reply = {"error": _explained(error, capability, blackwell=blackwell), "traceback": traceback.format_exc(limit=-3),
-                     "cuda_broken": _cuda_broken()}
+            reply = {"error": _explained(error, capability, blackwell=blackwell),
+                     "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()}
         out_fds = []
         if "outputs" in reply:
             try:

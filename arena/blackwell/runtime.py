@@ -17,6 +17,8 @@ import os
 import re
 import sys
 
+from arena.results import CANNOT_JUDGE, CANNOT_JUDGE_HERE   # the words that count a case as not judged
+
 ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
                 "instructions run in software on this Hopper GPU (correctness only: no times are reported)")
 CAPABILITY = (10, 0)
@@ -224,8 +226,6 @@ def raise_on_error():
             raise EmulationError(describe(words, sites))
 
 
-CANNOT_JUDGE = "cannot judge on this GPU"      # arena/results.py counts a case with this error as not judged
-CANNOT_JUDGE_HERE = "cannot judge here"        # the same, for what this machine lacks besides the GPU
 _OTHER_DSL_PIN = re.compile(r"nvidia-cutlass-dsl\s*==\s*([\w.]+)")
 # A fault of the GPU itself, as CUDA, the driver or cuda-python word it.
 _DEVICE_FAULT = re.compile(r"illegal instruction|illegal memory access|misaligned address|unspecified launch failure|"
