@@ -12,6 +12,8 @@ from dataclasses import replace
 import click
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# CUDA counts GPUs as nvidia-smi and the jail's device nodes do (arena/gpu_nodes.py): in PCI bus order.
+os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
 

@@ -10,7 +10,8 @@ builds of `eval.py compile`). `command()` wraps an argv so that it runs:
 - on a read-only view of the host's files, except its own home (and folders a test names); a tmpfs over
   every folder the jail's user could not enter anyway (root's home, say), with only what Python, the CUDA
   toolkit and the evaluator need bound back read-only,
-- with a minimal /dev (null, zero, full, random, urandom, tty, a private pts) plus the NVIDIA device nodes,
+- with a minimal /dev (null, zero, full, random, urandom, tty, a private pts) plus the NVIDIA driver's shared
+  nodes and the node of the evaluation's own GPU (arena/gpu_nodes.py: no other GPU of the host exists for it),
   and private tmpfs /tmp and /dev/shm of bounded size,
 - with no capabilities and no new privileges, limits on memory, processes and open files,
 - dying with the evaluator (bubblewrap's --die-with-parent; the PID namespace ends with its first process).
@@ -20,7 +21,6 @@ Only the standard library: imported before torch.
 from __future__ import annotations
 
 import atexit
-import glob
 import hashlib
 import os
 import pwd
@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+
+from arena import gpu_nodes
 
 BWRAP_ENV = "ARENA_BWRAP"             # path of a bwrap binary, for machines where it is not on PATH
 UID_BASE = 1_500_000_000              # jail uids: far above any host account, one per submission
@@ -222,9 +224,8 @@ def command(argv: list[str], home: str, uid: int | None, limits: Limits, readabl
             "--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
     if uid is None:
         jail += ["--unshare-user"]
-    for node in sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")):   # the GPU, if any
-        if not os.path.isdir(node):
-            jail += ["--dev-bind", node, node]
+    for node in gpu_nodes.jail_nodes():     # the driver's shared nodes and the evaluation's GPU, no other GPU
+        jail += ["--dev-bind", node, node]
     paths = readable_paths(list(readable))
     # The evaluator's own folders (the checkout, the task, the submission's) that the jail's user may not
     # read (a runner's private work folder, mode 0700): a copy only the jail's uid may read is bound over them.

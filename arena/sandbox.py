@@ -308,10 +308,12 @@ def _private_home(digest: str, uid: int | None) -> str:
     return os.path.join(base, digest)
 
 
-def start_worker():
-    """First thing in the worker, before torch or the submission. Jailed, bubblewrap ends it with the
-    parent and the parent's home folders are made here (the parent never enters the home); without a jail
-    it arms its own death signal."""
+def start_worker() -> str:
+    """First thing in the worker, before torch or the submission. Its cores are locked (arena/affinity_lock.py).
+    Jailed, bubblewrap ends it with the parent and the parent's home folders are made here (the parent never
+    enters the home); without a jail it arms its own death signal. Returns '' or why the cores are not locked."""
+    from arena.affinity_lock import lock_affinity
+    unlocked = lock_affinity() if sys.platform.startswith("linux") else ""
     home = os.environ.pop(HOME_ENV, None)
     if home:
         for var in ("TMPDIR", "XDG_CACHE_HOME"):
@@ -320,12 +322,13 @@ def start_worker():
                 if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
                     os.unlink(folder)           # left by an earlier run of this file: its own home, its own loss
                 os.makedirs(folder, mode=0o700, exist_ok=True)
-        return
+        return unlocked
     libc = _libc() if sys.platform.startswith("linux") else None
     if libc is not None:
         _prctl(libc, PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() == 1:                  # the parent died before the death signal was armed
             os._exit(1)
+    return unlocked
 
 
 # ---- ending every descendant -----------------------------------------------------------------------------

@@ -330,8 +330,9 @@ def _close(fds):
         os.close(fd)
 
 
-def serve(sock: socket.socket):
-    """Worker loop: a first word, the hello, then one reply per request; errors become {"error": one line}."""
+def serve(sock: socket.socket, warnings: list[str] = ()):
+    """Worker loop: a first word, the hello, then one reply per request; errors become {"error": one line}.
+    `warnings` (the worker's own, such as cores it could not lock) go out with the ready message."""
     import threading
 
     from arena import channel, integrity, tensorwire
@@ -372,7 +373,7 @@ def serve(sock: socket.socket):
         channel.send(sock, {"error": f"cannot import submission: {explained}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
-    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": _notices(emulation, blackwell)})
+    channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": list(warnings) + _notices(emulation, blackwell)})
     ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
     while True:
         try:
@@ -418,10 +419,10 @@ def serve(sock: socket.socket):
 
 def main():
     from arena import sandbox
-    sandbox.start_worker()                    # before torch, before the submission
+    unlocked = sandbox.start_worker()         # before torch, before the submission
     fd = int(os.environ.pop(CHANNEL_FD_ENV))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-    serve(sock)
+    serve(sock, [unlocked] if unlocked else [])
 
 
 if __name__ == "__main__":

@@ -188,3 +188,23 @@ def test_a_submission_in_a_private_folder_runs_from_a_copy_no_other_user_can_rea
     for folder, folders, files in os.walk(mine[0]):
         for name in [folder] + [os.path.join(folder, f) for f in folders + files]:
             assert os.lstat(name).st_mode & 0o077 == 0, (name, oct(os.lstat(name).st_mode))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="widening needs a second core to take")
+def test_a_submission_cannot_widen_the_cores_it_was_started_on(one, exploit_dir):
+    """eval.py started on one core (as a batch starts each evaluation on its block): the submission asks for
+    every core, by the system call and by `taskset`, and keeps the one (a red team's submission took every
+    core of its batch's host this way)."""
+    mine = os.sched_getaffinity(0)
+    first = min(mine)
+    os.sched_setaffinity(0, {first})          # eval.py and its worker inherit it
+    try:
+        run = run_eval("test", one, "--submission", exploit("widen_cores"), env={"EXPLOIT_DIR": exploit_dir})
+    finally:
+        os.sched_setaffinity(0, mine)
+    seen = facts(exploit_dir, "cores")
+    assert run.code == 0, run.stderr[-1500:]
+    assert seen["before"] == f"[{first}]", seen
+    assert seen["sched_setaffinity"].startswith("refused"), seen
+    assert seen["taskset"] == "refused", seen
+    assert seen["after"] == f"[{first}]", seen
