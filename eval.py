@@ -20,6 +20,7 @@ from arena import sandbox  # noqa: E402  (standard library only: safe before the
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
 EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
                         # Blackwell emulation cannot judge them
+BATCH_CORRECTNESS_PER_GPU = 4   # `batch --mode test` evaluations at once per GPU (docs/batch.md, "Packing")
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
                "diagnose": "tests"}
 
@@ -248,13 +249,21 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
 
 
 @cli.command(short_help="Evaluate many submissions in parallel on Ray (one GPU each).")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, required=False, metavar="PATH...")
 @click.option("--task", "task_dir", default=None, metavar="DIR",
               help="Task folder with task.yml (default: the folder of eval.py).")
 @click.option("--mode", type=click.Choice(("test", "benchmark", "leaderboard")), default="test", show_default=True,
               help="What every submission gets: exactly the single `eval.py MODE` run.")
 @click.option("--spec", "specfile", default=None, type=click.Path(dir_okay=False),
               help="A spec file of cases for every submission (default: the task's cases for the mode).")
+@click.option("--manifest", default=None, type=click.Path(dir_okay=False), metavar="FILE",
+              help="A tab-separated file naming submissions (column `file`) and, per file, its `task` folder, its "
+              "`spec` file and the `expected` verdict (pass / fail / build_fail); the table says which agree.")
+@click.option("--emulate-blackwell", is_flag=True, help="Every evaluation under --emulate-blackwell (a Hopper GPU "
+              "runs the Blackwell kernels).")
+@click.option("--per-gpu", type=click.IntRange(min=1), default=None, metavar="N",
+              help=f"Evaluations at once on each GPU (default: 1 in the timed modes, which never share a GPU; "
+              f"{BATCH_CORRECTNESS_PER_GPU} in test mode).")
 @click.option("--jsonl", default="batch.jsonl", show_default=True, metavar="FILE", help="Rows stream here, one per submission; "
               "a row already there for the same content, task, mode and cases is not evaluated again.")
 @click.option("--address", default=None, metavar="HOST:PORT", help="A Ray cluster to use (default: start one on this machine, over "
@@ -267,15 +276,18 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
 @click.option("--gpus", type=click.IntRange(min=0), default=None,
               help="GPUs of this machine the local Ray instance offers (default: every GPU it finds; 0: "
               "evaluate on the cores). Not with --address.")
-def batch(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus):
-    """Evaluate many submissions (files, or folders of *.py files) in parallel on Ray: one GPU each."""
-    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus))
+def batch(paths, task_dir, mode, specfile, manifest, emulate_blackwell, per_gpu, jsonl, address, timeout,
+          report_path, gpus):
+    """Evaluate many submissions (files, or folders of *.py files, or a --manifest) in parallel on Ray."""
+    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus,
+                        manifest=manifest, emulate_blackwell=emulate_blackwell, per_gpu=per_gpu))
 
 
-def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None) -> int:
+def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None,
+               manifest=None, emulate_blackwell=False, per_gpu=None) -> int:
     import hashlib
 
-    from arena.batch import BatchPlan, find_submissions, read_rows
+    from arena.batch import BatchPlan, find_submissions, read_manifest, read_rows
     from arena.batch_ray import ray_missing_line, run_batch
     from arena.taskdef import REPO_ROOT
 
@@ -284,24 +296,52 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
         fail_setup(missing, EXIT_USAGE)
     if gpus is not None and address:
         fail_setup("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own", EXIT_USAGE)
-    task, cases, spec_text = read_cases(task_dir, specfile, DEFAULT_SET[mode])
-    submissions, errors = find_submissions(list(paths))
+    if not paths and not manifest:
+        fail_setup("name the submissions: PATH... (files or folders), or --manifest FILE", EXIT_USAGE)
+    if per_gpu is not None and per_gpu > 1 and mode != "test":
+        fail_setup(f"--per-gpu {per_gpu}: {mode} mode times each submission, and a timed run never shares its GPU",
+                   EXIT_USAGE)
+    per_gpu = per_gpu or (BATCH_CORRECTNESS_PER_GPU if mode == "test" else 1)
+    # What to evaluate, as (file, task folder, spec file, expected verdict)
+    wanted = [(path, task_dir, specfile, "") for path in paths]
+    errors = []
+    if manifest:
+        entries, problems = read_manifest(manifest)
+        errors += problems
+        wanted += [(e.file, e.task or task_dir, e.spec or specfile, e.expected) for e in entries]
+    jobs = []
+    groups: dict[tuple, list] = {}
+    for path, task_folder, spec, expected in wanted:
+        groups.setdefault((task_folder, spec), []).append((path, expected))
+    for (task_folder, spec), members in groups.items():
+        try:
+            task, cases, spec_text = read_cases(task_folder, spec, DEFAULT_SET[mode])
+        except SystemExit:          # its one line is printed: these files are left out, the others go on
+            errors += [f"{path}: left out (its task or spec file above)" for path, _ in members]
+            continue
+        folder = os.path.abspath(task.folder)
+        inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)
+        plan = BatchPlan(task_dir=os.path.relpath(folder, REPO_ROOT) if inside else folder, task_name=task.name,
+                         mode=mode, spec_text=spec_text,
+                         cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
+                         else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout,
+                         emulate_blackwell=emulate_blackwell)
+        submissions, missing_files = find_submissions([path for path, _ in members])
+        errors += missing_files
+        expected_of = dict(members)
+        for submission in submissions:
+            submission.expected = expected_of.get(submission.path, "")
+            jobs.append((submission, plan))
     for line in errors:
         click.echo(f"error: {line}", err=True)
-    if not submissions:
+    if not jobs:
         fail_setup("no submission to evaluate", EXIT_USAGE)
     earlier, problems = read_rows(jsonl)
     for line in problems:
         click.echo(f"warning: {line}", err=True)
-    folder = os.path.abspath(task.folder)
-    inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)
-    plan = BatchPlan(task_dir=os.path.relpath(folder, REPO_ROOT) if inside else folder, task_name=task.name,
-                     mode=mode, spec_text=spec_text,
-                     cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
-                     else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout)
     check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
-        code, ranked = run_batch(submissions, plan, jsonl, address, _console(), _console(stderr=True), earlier, gpus)
+        code, ranked = run_batch(jobs, jsonl, address, _console(), _console(stderr=True), earlier, gpus, per_gpu)
     except (KeyboardInterrupt, sandbox.Terminated) as stop:
         signum = getattr(stop, "signum", 2)
         click.echo(f"error: interrupted: every evaluation was stopped; the rows already in {jsonl} stay (run the "
@@ -309,6 +349,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
         return 128 + signum
     if report_path:
         from arena.html_report import write_batch_report
+        plan = jobs[0][1]
         try:
             write_batch_report(report_path, f"nvfp4-arena batch: {plan.task_name} {mode} ({plan.cases_id})",
                                ranked, timed=mode != "test")

@@ -32,6 +32,9 @@ EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not ru
 FITTED_TIMEOUT_BOUND_S = 600.0      # a case's requests under eval.py's fitted timeout, at most (for the deadline)
 RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
 RAY_INSTALL = "python3 -m pip install 'ray>=2.9'"
+EXIT_NOT_JUDGED = 114
+# A manifest's `expected` words, as passed (True) or failed (False); a build failure is a failed evaluation
+EXPECTED_WORDS = {"pass": True, "passed": True, "fail": False, "failed": False, "build_fail": False}
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Submission:
     source: bytes
     sha256: str
     also: list = field(default_factory=list)     # other paths with the same content: one evaluation, a row each
+    expected: str = ""              # the verdict a manifest expects ("pass" / "fail"; "" when none is given)
 
 
 @dataclass
@@ -51,7 +55,8 @@ class BatchPlan:
     cases_id: str                   # which cases: "tests" / "benchmarks" or "spec:<sha256 prefix>"
     case_count: int
     timeout: float | None           # seconds per request, as eval.py --timeout (None: fitted to each case)
-    on_gpu: bool = False            # one GPU per evaluation (set by the driver once it sees the cluster)
+    emulate_blackwell: bool = False     # eval.py --emulate-blackwell
+    on_gpu: bool = False            # on a GPU (set by the driver once it sees the cluster)
     driver_omp_threads: str | None = None     # OMP_NUM_THREADS where `batch` was started (None: unset)
     slots: int = 1                  # evaluations at once on one machine (its GPUs, or its cores without one)
 
@@ -87,14 +92,65 @@ def find_submissions(paths: list[str]) -> tuple[list[Submission], list[str]]:
     return found, errors
 
 
+@dataclass
+class ManifestEntry:
+    file: str                       # the submission (relative paths: from the manifest's folder)
+    task: str                       # its task folder ("": the batch's --task)
+    spec: str                       # its spec file ("": the batch's --spec, else the task's cases for the mode)
+    expected: str                   # "pass" / "fail" / "build_fail" / "" (unknown)
+
+
+def read_manifest(path: str) -> tuple[list[ManifestEntry], list[str]]:
+    """The entries of a tab-separated manifest with a header line: `file` (required), and optionally `task`,
+    `spec`, `expected`; other columns are ignored. Relative paths are from the manifest's folder. Also one
+    error line per row that names no file or an unknown expected verdict (the row is left out)."""
+    import csv
+    folder = os.path.dirname(os.path.abspath(path))
+    entries, errors = [], []
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f, delimiter="\t")
+            if "file" not in (reader.fieldnames or []):
+                return [], [f"{path}: no `file` column in its header line (tab-separated: file, task, spec, "
+                            "expected)"]
+            for number, row in enumerate(reader, 2):
+                name = (row.get("file") or "").strip()
+                expected = (row.get("expected") or "").strip().lower()
+                if not name:
+                    errors.append(f"{path}:{number}: no file named; row left out")
+                    continue
+                if expected not in EXPECTED_WORDS and expected not in ("", "unknown"):
+                    errors.append(f"{path}:{number}: expected {expected!r} is none of "
+                                  f"{', '.join(EXPECTED_WORDS)}, unknown; row left out")
+                    continue
+
+                def at(value: str) -> str:
+                    value = (value or "").strip()
+                    return os.path.join(folder, value) if value and not os.path.isabs(value) else value
+                entries.append(ManifestEntry(at(name), at(row.get("task")), at(row.get("spec")),
+                                             "" if expected == "unknown" else expected))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        return [], [f"{path}: cannot read the manifest: {getattr(error, 'strerror', None) or error}"]
+    return entries, errors
+
+
 def row_identity(submission: Submission, plan: BatchPlan) -> dict:
     """What every row of this submission in this batch starts with; `row_key` of it finds earlier rows."""
     return {"path": submission.path, "sha256": submission.sha256, "task": plan.task_name, "mode": plan.mode,
-            "cases_id": plan.cases_id}
+            "cases_id": plan.cases_id, "emulated": plan.emulate_blackwell, "expected": submission.expected}
 
 
 def row_key(row: dict) -> tuple:
-    return row.get("sha256"), row.get("task"), row.get("mode"), row.get("cases_id")
+    return row.get("sha256"), row.get("task"), row.get("mode"), row.get("cases_id"), bool(row.get("emulated"))
+
+
+def agreement(row: dict) -> str:
+    """How the row's verdict meets the manifest's expected one: "yes", "NO", or "" (nothing expected, no
+    verdict, or not judged here: exit 114)."""
+    expected = (row.get("expected") or "").lower()
+    if expected not in EXPECTED_WORDS or not row.get("evaluated") or row.get("exit_code") == EXIT_NOT_JUDGED:
+        return ""
+    return "yes" if EXPECTED_WORDS[expected] == bool(row.get("passed")) else "NO"
 
 
 def read_rows(jsonl: str) -> tuple[dict, list[str]]:
@@ -161,23 +217,35 @@ def _last_error_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def claim_cores(slots: int) -> tuple[set[int], int] | None:
-    """A block of this machine's cores that no other evaluation on it holds (one of `slots` equal blocks),
-    with the descriptor of its lock (held until closed: the claim ends with the process, however it ends).
-    None when every block is taken. Ray counts CPUs but pins nothing: without this, two timed runs could
-    share a core."""
+def claim_cores(slots: int) -> tuple[set[int], list[int]] | None:
+    """A block of this machine's cores that no other evaluation on it holds (one of `slots` equal blocks of
+    this process's cores), with the descriptors of its locks, one per core (held until closed: the claim ends
+    with the process, however it ends). None when every block is taken. Ray counts CPUs but pins nothing:
+    without this, two timed runs could share a core. The locks are per core, so two batches started on
+    different cores of one machine never wait for each other, and overlapping ones never share a core."""
     cores = sorted(os.sched_getaffinity(0))
     per = max(1, len(cores) // max(1, slots))
     folder = os.path.join(tempfile.gettempdir(), "nvfp4-arena-cores")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     for block in range(max(1, len(cores) // per)):
-        fd = os.open(os.path.join(folder, f"{block}-of-{per}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return set(cores[block * per:(block + 1) * per]), fd
-        except OSError:
-            os.close(fd)
+        held = []
+        for core in cores[block * per:(block + 1) * per]:
+            fd = os.open(os.path.join(folder, f"core-{core}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held.append(fd)
+            except OSError:
+                os.close(fd)
+                break
+        else:
+            return set(cores[block * per:(block + 1) * per]), held
+        release_cores(held)
     return None
+
+
+def release_cores(fds: list[int]):
+    for fd in fds:
+        os.close(fd)
 
 
 def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
@@ -199,6 +267,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
         command = [sys.executable, os.path.join(ROOT, "eval.py"), plan.mode, "--submission", path,
                    "--task", task_dir, "--json", report, "--quiet"]
         command += ["--timeout", str(plan.timeout)] if plan.timeout is not None else []
+        command += ["--emulate-blackwell"] if plan.emulate_blackwell else []
         if plan.spec_text is not None:
             spec = os.path.join(scratch, "spec.txt")
             with open(spec, "w") as f:
@@ -239,7 +308,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
             if fence:
                 fence.remove()
             if claim:
-                os.close(claim[1])          # the cores are free for the next evaluation
+                release_cores(claim[1])     # the cores are free for the next evaluation
         doc = None
         if os.path.exists(report):
             try:
@@ -267,6 +336,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
         row["error"] = _last_error_line(stderr) or f"eval.py exited with code {code}"
     if not row["evaluated"]:
         row["output_tail"] = (stdout + stderr)[-2000:]
+    row["agrees"] = agreement(row)
     return row
 
 

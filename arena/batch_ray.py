@@ -9,8 +9,8 @@ import os
 import time
 
 from arena.progress import PLAIN_EVERY_S
-from arena.batch import (RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one, row_identity,
-                         row_key)
+from arena.batch import (EXIT_NOT_JUDGED, RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
+                         row_identity, row_key)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 112
 # What a cluster node needs of this folder to run eval.py (only with --address: a local cluster reads it here)
@@ -69,30 +69,37 @@ def _rows_for(submission: Submission, row: dict) -> list[dict]:
     return [row] + [{**row, "path": other, "same_as": submission.path} for other in submission.also]
 
 
-def run_batch(submissions: list[Submission], plan: BatchPlan, jsonl: str, address: str | None, console,
-              progress_console, earlier: dict, gpus: int | None = None) -> tuple[int, list[dict]]:
-    """Evaluate every submission whose row is not in `earlier`; append each row to `jsonl` as it comes;
-    return the exit code and every row of this batch (earlier ones included), ranked."""
+Job = tuple[Submission, BatchPlan]     # one evaluation
+
+
+def run_batch(jobs: list[Job], jsonl: str, address: str | None, console, progress_console, earlier: dict,
+              gpus: int | None = None, per_gpu: int = 1) -> tuple[int, list[dict]]:
+    """Evaluate every job whose row is not in `earlier`, `per_gpu` at once on each GPU; append each row to
+    `jsonl` as it comes; return the exit code and every row of this batch (earlier ones included), ranked."""
     ray = _import_ray()
     rows, todo = [], []
-    for s in submissions:
-        key = row_key(row_identity(s, plan))
+    for submission, plan in jobs:
+        key = row_key(row_identity(submission, plan))
         if key in earlier:
-            rows.extend({**r, "resumed": True} for r in _rows_for(s, {**earlier[key], "path": s.path}))
+            rows.extend({**r, "resumed": True}
+                        for r in _rows_for(submission, {**earlier[key], "path": submission.path}))
         else:
-            todo.append(s)
+            todo.append((submission, plan))
     if rows:
         progress_console.print(f"[batch] {len(rows)} row(s) already in {jsonl}: not evaluated again",
                                highlight=False, markup=False)
+    wall = None
     if todo:
-        rows.extend(_fan_out(ray, todo, plan, jsonl, address, progress_console, gpus))
-    ranked = rank(rows, plan.mode)
-    render_table(console, ranked, plan)
+        started = time.monotonic()
+        rows.extend(_fan_out(ray, todo, jsonl, address, progress_console, gpus, per_gpu))
+        wall = time.monotonic() - started
+    ranked = rank(rows, jobs[0][1].mode)
+    render_table(console, ranked, jobs, wall)
     return (EXIT_OK if ranked and all(r.get("passed") for r in ranked) else EXIT_FAILED), ranked
 
 
-def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, progress_console,
-             gpus: int | None) -> list[dict]:
+def _fan_out(ray, todo: list[Job], jsonl: str, address, progress_console, gpus: int | None,
+             per_gpu: int) -> list[dict]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -102,17 +109,19 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        where = f"{gpus} GPU(s), one evaluation per GPU" if gpus else f"{cpus} CPU core(s), no GPU"
+        where = (f"{gpus} GPU(s), {per_gpu} evaluation(s) per GPU at once" if gpus
+                 else f"{cpus} CPU core(s), no GPU")
         progress_console.print(f"[batch] {len(todo)} submission(s) on {where}; rows stream to {jsonl}",
                                highlight=False, markup=False)
         counter = ray.remote(num_cpus=0)(AttemptCounter).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
                                                                soft=False)).remote()
-        task = ray.remote(evaluate_one).options(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=RETRIES,
-                                                retry_exceptions=False)
-        plan = dataclasses.replace(plan, on_gpu=bool(gpus), driver_omp_threads=os.environ.get("OMP_NUM_THREADS"),
-                                   slots=int(gpus) if gpus else cpus)
-        pending = {task.remote(s, plan, counter): s for s in todo}
+        # A fraction of a GPU each: Ray places `per_gpu` evaluations on a GPU at once, never more.
+        task = ray.remote(evaluate_one).options(num_gpus=1 / per_gpu if gpus else 0, num_cpus=1,
+                                                max_retries=RETRIES, retry_exceptions=False)
+        placed = dict(on_gpu=bool(gpus), driver_omp_threads=os.environ.get("OMP_NUM_THREADS"),
+                      slots=int(gpus) * per_gpu if gpus else cpus)
+        pending = {task.remote(s, dataclasses.replace(plan, **placed), counter): (s, plan) for s, plan in todo}
         rows = []
         bar = Progress(TextColumn("batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("{task.description}"), console=progress_console, transient=True,
@@ -125,7 +134,7 @@ def _fan_out(ray, todo: list[Submission], plan: BatchPlan, jsonl: str, address, 
                     progress_console.print(f"[batch] still evaluating {len(pending)} of {len(todo)} "
                                            f"({time.monotonic() - started:.0f} s)", highlight=False, markup=False)
                     continue
-                submission = pending.pop(done[0])
+                submission, plan = pending.pop(done[0])
                 try:
                     row = ray.get(done[0])
                 except Exception as error:          # every retry lost (RayTaskError, WorkerCrashedError, ...)
@@ -161,24 +170,59 @@ def rank(rows: list[dict], mode: str) -> list[dict]:
     return sorted(rows, key=order)
 
 
-def render_table(console, ranked: list[dict], plan: BatchPlan):
+def summary(ranked: list[dict], wall: float | None) -> list[str]:
+    """The lines under the table: the agreement with a manifest's expected verdicts, and the batch's wall
+    time against its slowest evaluation's."""
+    lines = []
+    judged = [r for r in ranked if r.get("agrees")]
+    if any(r.get("expected") for r in ranked):
+        agree = sum(r["agrees"] == "yes" for r in judged)
+        unjudged = sum(1 for r in ranked if r.get("expected") and not r.get("agrees"))
+        lines.append(f"agreement with the manifest: {agree} of {len(judged)} judged files "
+                     f"({100 * agree / max(1, len(judged)):.0f} %); {unjudged} with an expected verdict not "
+                     "judged here (not judged, or no verdict)")
+    walls = [r["wall_s"] for r in ranked if r.get("wall_s") and not r.get("resumed") and not r.get("same_as")]
+    if wall is not None and walls:
+        lines.append(f"wall time: {wall:.0f} s for {len(walls)} evaluation(s); the slowest took {max(walls):.0f} s "
+                     f"({wall / max(walls):.2f}x), all together {sum(walls):.0f} s ({sum(walls) / wall:.1f} at once "
+                     "on average)")
+    return lines
+
+
+def render_table(console, ranked: list[dict], jobs: list[Job], wall: float | None = None):
     from rich.table import Table
     from rich.text import Text
+    plans = {plan.cases_id: plan for _, plan in jobs}
+    plan = jobs[0][1]
     timed = plan.mode != "test"
+    expected = any(r.get("expected") for r in ranked)
     folders = {os.path.dirname(row["path"]) for row in ranked}
     common = folders.pop() if len(folders) == 1 else ""       # one folder: named once, in the title
-    title = f"batch: {plan.task_name} {plan.mode} ({plan.cases_id})" + (f" in {common}" if common else "")
+    tasks = sorted({p.task_name for _, p in jobs})
+    title = (f"batch: {', '.join(tasks)} {plan.mode}" + (" --emulate-blackwell" if plan.emulate_blackwell else "")
+             + (f" ({plan.cases_id})" if len(plans) == 1 else "") + (f" in {common}" if common else ""))
     table = Table(title=title, title_justify="left")
-    for name in ("#", "submission", "verdict", "geomean µs" if timed else "cases passed", "first error"):
-        table.add_column(name, overflow="fold", justify="right" if name in ("#", "geomean µs") else "left",
+    names = ["#", "submission", "verdict", "geomean µs" if timed else "cases passed"]
+    names += ["expected", "agrees"] if expected else []
+    names += ["wall s", "first error"]
+    for name in names:
+        table.add_column(name, overflow="fold", justify="right" if name in ("#", "geomean µs", "wall s") else "left",
                          no_wrap=name == "submission")
     for number, row in enumerate(ranked, 1):
         passed_cases = sum(1 for c in row.get("cases", []) if c.get("passed"))
         figure = (f"{row['geomean_us']:.2f}" if row.get("geomean_us") else "—") if timed else \
             f"{passed_cases}/{len(row.get('cases', []))}"
-        verdict = Text("✔ passed", style="green") if row.get("passed") else \
-            Text("✘ failed" if row.get("evaluated") else "? lost", style="red")
+        if row.get("exit_code") == EXIT_NOT_JUDGED:
+            verdict = Text("– not judged", style="yellow")
+        else:
+            verdict = Text("✔ passed", style="green") if row.get("passed") else \
+                Text("✘ failed" if row.get("evaluated") else "? lost", style="red")
         shown = os.path.relpath(row["path"], common) if common else row["path"]
-        table.add_row(str(number) if row.get("passed") else "", Text(shown), verdict, figure,
-                      Text((row.get("error") or "")[:160]))
+        cells = [str(number) if row.get("passed") else "", Text(shown), verdict, figure]
+        cells += [row.get("expected") or "", Text(row.get("agrees") or "", style="red" if row.get("agrees") == "NO"
+                                                   else "")] if expected else []
+        cells += [f"{row['wall_s']:.0f}" if row.get("wall_s") else "", Text((row.get("error") or "")[:160])]
+        table.add_row(*cells)
     console.print(table)
+    for line in summary(ranked, wall):
+        console.print(line, highlight=False, markup=False)

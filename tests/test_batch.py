@@ -330,7 +330,7 @@ def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
     holders = [subprocess.Popen([sys.executable, "-c", code.format(root=ROOT)], stdout=subprocess.PIPE, text=True)
                for _ in range(2)]
     first, second = (json.loads(p.stdout.readline()) for p in holders)
-    from arena.batch import claim_cores
+    from arena.batch import claim_cores, release_cores
     third = claim_cores(2)
     for p in holders:
         p.wait()
@@ -338,7 +338,7 @@ def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
     assert third is None, third
     again = claim_cores(2)
     assert again is not None
-    os.close(again[1])
+    release_cores(again[1])
 
 
 def test_an_evaluation_cannot_widen_its_cores_past_its_cpuset():
@@ -371,3 +371,51 @@ def test_without_a_timeout_a_hang_costs_what_a_single_run_fits_to_the_case(tmp_p
     row = read_jsonl(jsonl)[0]
     limit = float(row["cases"][0]["error"].split("timed out after ")[1].split(" s")[0])
     assert limit < 60, row["cases"][0]["error"]
+
+
+def test_a_manifest_names_each_files_expected_verdict_and_the_table_says_which_agree(tmp_path):
+    """A manifest (tab-separated, relative paths from its folder): every good row evaluated, with its expected
+    verdict beside its own; a row with an unknown verdict word is one error line and the rest goes on."""
+    for path in ("submissions/torch_reference.py", "tests/broken/zeros.py", "tests/submissions/crashes.py",
+                 "tests/broken/_kernel.py"):
+        shutil.copy(os.path.join(ROOT, path), tmp_path / os.path.basename(path))
+    (tmp_path / "one.txt").write_text(ONE)
+    (tmp_path / "manifest.tsv").write_text(
+        "file\tspec\texpected\tevidence\n"
+        "torch_reference.py\tone.txt\tpass\tits author's log\n"
+        "zeros.py\tone.txt\tpass\ta wrong claim\n"
+        "crashes.py\tone.txt\tfail\t\n"
+        "torch_reference.py\tone.txt\tmaybe\t\n")
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch("--manifest", str(tmp_path / "manifest.tsv"), "--jsonl", str(jsonl))
+    assert done.returncode == 112, done.stderr[-2000:]
+    assert f"error: {tmp_path / 'manifest.tsv'}:5: expected 'maybe' is none of" in done.stderr, done.stderr
+    rows = {os.path.basename(r["path"]): r for r in read_jsonl(jsonl)}
+    assert {name: (r["passed"], r["expected"], r["agrees"]) for name, r in rows.items()} == {
+        "torch_reference.py": (True, "pass", "yes"), "zeros.py": (False, "pass", "NO"),
+        "crashes.py": (False, "fail", "yes")}
+    assert "agreement with the manifest: 2 of 3 judged files (67 %)" in done.stdout, done.stdout
+    assert "wall time: " in done.stdout
+
+
+def test_a_timed_batch_never_packs_evaluations_on_one_gpu():
+    done = run_batch("submissions/torch_reference.py", "--mode", "benchmark", "--per-gpu", "2")
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("error: --per-gpu 2: benchmark mode times each submission, and a timed run "
+                                   "never shares its GPU"), done.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_two_batches_on_different_cores_claim_their_own_cores_at_once():
+    """Two batches started on different cores of one machine (taskset): each claims its own core at once
+    (the locks are per core, not per block number)."""
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    code = ("import os, sys, time; sys.path.insert(0, {root!r}); os.sched_setaffinity(0, {{{core}}}); "
+            "from arena.batch import claim_cores\n"
+            "claim = claim_cores(1); print(sorted(claim[0]) if claim else None, flush=True); time.sleep(3)\n")
+    holders = [subprocess.Popen([sys.executable, "-c", code.format(root=ROOT, core=core)], stdout=subprocess.PIPE,
+                                text=True) for core in (first, second)]
+    claims = [json.loads(p.stdout.readline()) for p in holders]
+    for p in holders:
+        p.wait()
+    assert claims == [[first], [second]], claims

@@ -17,3 +17,32 @@ pytestmark = pytest.mark.gpu
 def test_gpu_exploit_caught_or_control_clean(check, tmp_path):
     row = gpu_check.run_check(check, str(tmp_path))
     assert row["caught"], row
+
+
+def _gpu_uuids() -> list[str]:
+    import subprocess
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("GPU-")]
+
+
+def test_a_submission_reaches_no_other_gpu(tmp_path):
+    """On a host with several GPUs, an evaluation given the last one (as a batch gives each its own): the
+    submission opens no other GPU's node, a child that clears CUDA_VISIBLE_DEVICES sees one GPU, and that GPU is
+    the one the evaluation was given."""
+    import os
+
+    from tests.evalrun import run_eval, spec_file
+    uuids = _gpu_uuids()
+    if len(uuids) < 2:
+        pytest.skip("needs a machine with two GPUs or more")
+    index = len(uuids) - 1
+    run = run_eval("test", spec_file("m: 128; n: 256; k: 256; l: 1; seed: 1111\n"), "--submission",
+                   f"{ROOT}/tests/exploits/other_gpu.py",
+                   env={"EXPLOIT_DIR": str(tmp_path), "CUDA_VISIBLE_DEVICES": str(index)})
+    assert run.code == 0, run.stderr[-1500:]
+    seen = dict(line.split(": ", 1) for line in open(os.path.join(tmp_path, "gpus")).read().splitlines())
+    assert seen == {"nodes opened": "1", "child devices": "1", "own devices": "1", "uuid": uuids[index]}, seen
