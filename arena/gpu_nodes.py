@@ -56,13 +56,18 @@ def chosen_gpu(visible: str | None, known: list[Gpu]) -> Gpu | None:
     return None                     # "", -1, a MIG device, anything CUDA would refuse
 
 
-def jail_nodes(visible: str | None = None, dev: str = "/dev", proc: str = PROC_GPUS,
-               environ: dict | None = None) -> list[str]:
+def evaluation_gpu(proc: str = PROC_GPUS) -> Gpu | None:
+    """The GPU this process's evaluation uses (CUDA's device 0 under its CUDA_VISIBLE_DEVICES), if resolved."""
+    return chosen_gpu(os.environ.get("CUDA_VISIBLE_DEVICES"), gpus(proc))
+
+
+def jail_nodes(visible: str | None = None, dev: str = "/dev", proc: str = PROC_GPUS) -> list[str]:
     """The NVIDIA nodes under `dev` to bind into the jail: every shared node and nvidia-caps/*, and of the
     per-GPU nodes only the evaluation's (`visible` defaults to this process's CUDA_VISIBLE_DEVICES). A MIG
-    device keeps every per-GPU node (its GPU is not resolved here)."""
+    device keeps every per-GPU node (its GPU is not resolved here). Inside, the jail's CUDA_VISIBLE_DEVICES
+    must name that GPU by its UUID (arena/sandbox.py): an index counts the GPUs the jail sees, one."""
     if visible is None:
-        visible = (environ if environ is not None else os.environ).get("CUDA_VISIBLE_DEVICES")
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     nodes = sorted(p for p in glob.glob(os.path.join(dev, "nvidia*")) + glob.glob(os.path.join(dev, "nvidia-caps", "*"))
                    if not os.path.isdir(p))
     if visible is not None and visible.strip().startswith("MIG-"):

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from arena import bubblewrap
+from arena import bubblewrap, gpu_nodes
 
 SECRET_FD_ENV = "ARENA_SECRET_FD"
 NO_SANDBOX_ENV = "ARENA_NO_SANDBOX"        # set to 1 by --no-sandbox (or under ncu): the worker runs as we do
@@ -208,6 +208,9 @@ class Isolation:
                        TORCH_EXTENSIONS_DIR=os.path.join(cache, "torch_extensions"),
                        TRITON_CACHE_DIR=os.path.join(cache, "triton"), CUDA_CACHE_PATH=os.path.join(cache, "nv"))
             env[HOME_ENV] = self.home
+            gpu = gpu_nodes.evaluation_gpu()
+            if gpu is not None:     # the jail sees this one GPU (arena/gpu_nodes.py): named, not counted
+                env["CUDA_VISIBLE_DEVICES"] = gpu.uuid
         return env
 
 

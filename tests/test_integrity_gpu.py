@@ -29,7 +29,7 @@ def _gpu_uuids() -> list[str]:
     return [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("GPU-")]
 
 
-def test_a_submission_reaches_no_other_gpu(tmp_path):
+def test_a_submission_reaches_no_other_gpu(exploit_dir):
     """On a host with several GPUs, an evaluation given the last one (as a batch gives each its own): the
     submission opens no other GPU's node, a child that clears CUDA_VISIBLE_DEVICES sees one GPU, and that GPU is
     the one the evaluation was given."""
@@ -42,7 +42,11 @@ def test_a_submission_reaches_no_other_gpu(tmp_path):
     index = len(uuids) - 1
     run = run_eval("test", spec_file("m: 128; n: 256; k: 256; l: 1; seed: 1111\n"), "--submission",
                    f"{ROOT}/tests/exploits/other_gpu.py",
-                   env={"EXPLOIT_DIR": str(tmp_path), "CUDA_VISIBLE_DEVICES": str(index)})
+                   env={"EXPLOIT_DIR": exploit_dir, "CUDA_VISIBLE_DEVICES": str(index)})
     assert run.code == 0, run.stderr[-1500:]
-    seen = dict(line.split(": ", 1) for line in open(os.path.join(tmp_path, "gpus")).read().splitlines())
+    said = run.stdout + run.stderr
+    assert "isolation: worker bubblewrap jail" in said, said[-1500:]        # not the unjailed fallback
+    seen = dict(line.split(": ", 1) for line in open(os.path.join(exploit_dir, "gpus")).read().splitlines())
+    nodes = seen.pop("nodes seen").split()
+    assert len([n for n in nodes if n.removeprefix("nvidia").isdigit()]) == 1, nodes
     assert seen == {"nodes opened": "1", "child devices": "1", "own devices": "1", "uuid": uuids[index]}, seen

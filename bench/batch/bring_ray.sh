@@ -30,7 +30,16 @@ download --no-deps -d "$WORK/ray" "ray==$RAY_VERSION"
 download -d "$WORK/deps" "ray==$RAY_VERSION"
 rm -f "$WORK"/deps/ray-*.whl
 mkdir -p "$WORK/site"
-python3 -m zipfile -e "$WORK"/ray/ray-*.whl "$WORK/site"
+# unpacked with the modes the wheel records (`python3 -m zipfile -e` drops them: raylet and gcs_server must run)
+python3 - "$WORK"/ray/ray-*.whl "$WORK/site" <<'PY'
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    for info in wheel.infolist():
+        path = wheel.extract(info, sys.argv[2])
+        mode = info.external_attr >> 16
+        if mode & 0o111:
+            os.chmod(path, mode & 0o777)
+PY
 rm -rf "$WORK"/site/ray/{jars,rllib,data,serve,train,tune,llm} "$WORK/site/ray/dashboard/client"
 strip --strip-unneeded "$WORK/site/ray/_raylet.so" "$WORK/site/ray/core/src/ray/raylet/raylet" \
     "$WORK/site/ray/core/src/ray/gcs/gcs_server"
