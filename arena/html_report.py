@@ -173,8 +173,10 @@ def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
     passing row gets a bar of its geomean against the fastest."""
     cases = sorted({c["index"] for r in rows for c in r.get("cases", [])})
     best = min((r["geomean_us"] for r in rows if r.get("passed") and r.get("geomean_us")), default=None)
+    expected = any(r.get("expected") for r in rows)
     head = "".join(f"<th>{h}</th>" for h in ["#", "submission", "verdict", "geomean µs" if timed else "cases"]
-                   + ([f"case {i} µs" for i in cases] if timed else []) + ["first error", "GPU", "attempts"])
+                   + ([f"case {i} µs" for i in cases] if timed else []) + (["expected", "agrees"] if expected else [])
+                   + ["wall s", "first error", "GPU", "attempts"])
     body = []
     for number, r in enumerate(rows, 1):
         state = "pass" if r.get("passed") else "fail"
@@ -191,9 +193,12 @@ def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
             per_case = "".join(
                 f"<td>{by_index[i]['mean_us']:.3f} ± {by_index[i]['err_us']:.3f}</td>"
                 if i in by_index and by_index[i].get("mean_us") else "<td>—</td>" for i in cases)
+        agreement = (f"<td>{html.escape(r.get('expected') or '')}</td><td>{html.escape(r.get('agrees') or '')}</td>"
+                     if expected else "")
+        wall = f"{r['wall_s']:.0f}" if r.get("wall_s") else ""
         body.append(f'<tr class="{state}"><td>{number if r.get("passed") else ""}</td>'
                     f"<td>{html.escape(r['path'])}</td><td class=\"mark-{state}\">{verdict}</td><td>{figure}</td>"
-                    f"{per_case}<td>{html.escape((r.get('error') or '')[:300])}</td>"
+                    f"{per_case}{agreement}<td>{wall}</td><td>{html.escape((r.get('error') or '')[:300])}</td>"
                     f"<td>{html.escape(str(r.get('gpu') or '') + (' #' + str(r['cuda_visible_devices']) if r.get('cuda_visible_devices') else ''))}</td>"
                     f"<td>{r.get('attempts') or ''}</td></tr>")
     passed = sum(1 for r in rows if r.get("passed"))

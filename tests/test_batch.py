@@ -387,7 +387,8 @@ def test_a_manifest_names_each_files_expected_verdict_and_the_table_says_which_a
         "crashes.py\tone.txt\tfail\t\n"
         "torch_reference.py\tone.txt\tmaybe\t\n")
     jsonl = tmp_path / "rows.jsonl"
-    done = run_batch("--manifest", str(tmp_path / "manifest.tsv"), "--jsonl", str(jsonl))
+    page = tmp_path / "rank.html"
+    done = run_batch("--manifest", str(tmp_path / "manifest.tsv"), "--jsonl", str(jsonl), "--report", str(page))
     assert done.returncode == 112, done.stderr[-2000:]
     assert f"error: {tmp_path / 'manifest.tsv'}:5: expected 'maybe' is none of" in done.stderr, done.stderr
     rows = {os.path.basename(r["path"]): r for r in read_jsonl(jsonl)}
@@ -396,6 +397,8 @@ def test_a_manifest_names_each_files_expected_verdict_and_the_table_says_which_a
         "crashes.py": (False, "fail", "yes")}
     assert "agreement with the manifest: 2 of 3 judged files (67 %)" in done.stdout, done.stdout
     assert "wall time: " in done.stdout
+    html = page.read_text()
+    assert "<th>agrees</th>" in html and "<td>pass</td><td>NO</td>" in html and "<th>wall s</th>" in html
 
 
 def test_a_timed_batch_never_packs_evaluations_on_one_gpu():
