@@ -12,10 +12,10 @@ from dataclasses import replace
 import click
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# CUDA counts GPUs as nvidia-smi and the jail's device nodes do (arena/gpu_nodes.py): in PCI bus order.
+# CUDA counts GPUs as nvidia-smi and the jail's device nodes do (arena/isolation/gpu_nodes.py): in PCI bus order.
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
-from arena import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
+from arena.isolation import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
 EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
@@ -287,8 +287,8 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
                manifest=None, emulate_blackwell=False, per_gpu=None) -> int:
     import hashlib
 
-    from arena.batch import BatchPlan, find_submissions, read_manifest, read_rows
-    from arena.batch_ray import ray_missing_line, run_batch
+    from arena.batch.jobs import BatchPlan, find_submissions, read_manifest, read_rows
+    from arena.batch.ray_driver import ray_missing_line, run_batch
     from arena.taskdef import REPO_ROOT
 
     missing = ray_missing_line()
@@ -563,7 +563,7 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
 
 def _take_secret_seed(cli_seed):
     """The secret seed leaves the environment before any child process exists (and, re-exec'd by
-    arena.sandbox.reexec_without_secrets, neither POPCORN_SEED nor --seed is in /proc/<pid>/environ or
+    arena.isolation.sandbox.reexec_without_secrets, neither POPCORN_SEED nor --seed is in /proc/<pid>/environ or
     cmdline). POPCORN_SEED wins over --seed, as the runner's own value."""
     handed = sandbox.take_handed_secrets()
     raw = handed.get("popcorn")

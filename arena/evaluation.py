@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from arena import cleanup, sandbox
+from arena.isolation import cleanup, sandbox
 from arena.options import RunOptions
 from arena.progress import Progress, extensions_built_by, jit_kernels_in
 

@@ -169,7 +169,7 @@ def write_plots(folder: str, results: list[CaseResult], on_gpu: bool = True) -> 
 # ---- eval.py batch --report: the ranking ---------------------------------------------------------------------
 
 def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
-    """The batch's ranked rows (arena/batch.py row dicts, already ranked) as one table; in a timed mode each
+    """The batch's ranked rows (arena/batch/jobs.py row dicts, already ranked) as one table; in a timed mode each
     passing row gets a bar of its geomean against the fastest."""
     cases = sorted({c["index"] for r in rows for c in r.get("cases", [])})
     best = min((r["geomean_us"] for r in rows if r.get("passed") and r.get("geomean_us")), default=None)

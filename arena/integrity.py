@@ -1,4 +1,4 @@
-"""Integrity defences inside the rules of the game (docs/integrity.md); process isolation is arena/sandbox.py.
+"""Integrity defences inside the rules of the game (docs/integrity.md); process isolation is arena/isolation/sandbox.py.
 
 Two places use this module:
 - arena/worker.py (the untrusted side), before importing the submission: a `HarnessGuard` that notices

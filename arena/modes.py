@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from arena import gpustate, integrity, masking, sandbox, timing
+from arena import gpustate, integrity, masking, timing
+from arena.isolation import sandbox
 from arena.checking import ReferenceCheck
 from arena.progress import Silent
 from arena.nested import tensors_in

@@ -1,7 +1,7 @@
 """The trusted side of the process boundary: starts, feeds, times out and replaces the worker.
 
 The worker is a fresh `python -m arena.worker` process (never a multiprocessing child: those inherit the
-parent's authkey and argv), started under its own user by arena/sandbox.py, talking over one socket of JSON
+parent's authkey and argv), started under its own user by arena/isolation/sandbox.py, talking over one socket of JSON
 and shared memory (arena/channel.py, arena/tensorwire.py). Every reply is parsed as hostile data.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import channel, cleanup, masking, sandbox, tensorwire
+from arena import channel, masking, tensorwire
+from arena.isolation import cleanup, sandbox
 from arena.memory import oom_kills
 from arena.nested import copy_storages, tensors_in
 from arena.profile_table import ProfileError, build_table

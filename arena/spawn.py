@@ -1,4 +1,4 @@
-"""Starting the worker process: `python -I -B` running arena.worker in its jail (arena/sandbox.py), one socket to it.
+"""Starting the worker process: `python -I -B` running arena.worker in its jail (arena/isolation/sandbox.py), one socket to it.
 
 Free of torch, so the parent can start the worker before its own `import torch` and both imports run at once
 (about 3.5 s each on the H100 machine). Until the parent's hello names the submission, only our code runs
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from arena import sandbox
+from arena.isolation import sandbox
 from arena.compile import cutlass_include_dirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""The untrusted side: started by arena/runner.py in its jail (arena/sandbox.py), imports the submission and
+"""The untrusted side: started by arena/runner.py in its jail (arena/isolation/sandbox.py), imports the submission and
 calls `custom_kernel`.
 
 It talks to the parent over one Unix socket (arena/channel.py: JSON plus shared-memory descriptors, never a
@@ -418,7 +418,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
 
 
 def main():
-    from arena import sandbox
+    from arena.isolation import sandbox
     unlocked = sandbox.start_worker()         # before torch, before the submission
     fd = int(os.environ.pop(CHANNEL_FD_ENV))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)

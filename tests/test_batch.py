@@ -325,12 +325,12 @@ def test_without_address_a_new_local_instance_starts_whatever_ray_address_says(t
 def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
     """Each evaluation of a batch claims a block of cores with a lock held for its lifetime; a third claim on a
     two-slot machine finds none free until one ends (real processes, real locks)."""
-    code = ("import sys, time; sys.path.insert(0, {root!r}); from arena.batch import claim_cores\n"
+    code = ("import sys, time; sys.path.insert(0, {root!r}); from arena.batch.jobs import claim_cores\n"
             "claim = claim_cores(2); print(sorted(claim[0]) if claim else None, flush=True); time.sleep(3)\n")
     holders = [subprocess.Popen([sys.executable, "-c", code.format(root=ROOT)], stdout=subprocess.PIPE, text=True)
                for _ in range(2)]
     first, second = (json.loads(p.stdout.readline()) for p in holders)
-    from arena.batch import claim_cores, release_cores
+    from arena.batch.jobs import claim_cores, release_cores
     third = claim_cores(2)
     for p in holders:
         p.wait()
@@ -344,7 +344,7 @@ def test_two_evaluations_on_one_machine_never_share_a_core(tmp_path):
 def test_an_evaluation_cannot_widen_its_cores_past_its_cpuset():
     """A child that asks for every core with sched_setaffinity keeps only its claimed ones inside the cpuset
     (affinity alone let a red team's submission take the whole machine)."""
-    from arena.cpuset import Cpuset
+    from arena.isolation.cpuset import Cpuset
     cores = {sorted(os.sched_getaffinity(0))[0]}
     fence, why = Cpuset.make(cores, f"nvfp4-arena-test-{os.getpid()}")
     if fence is None:
@@ -414,7 +414,7 @@ def test_two_batches_on_different_cores_claim_their_own_cores_at_once():
     (the locks are per core, not per block number)."""
     first, second = sorted(os.sched_getaffinity(0))[:2]
     code = ("import os, sys, time; sys.path.insert(0, {root!r}); os.sched_setaffinity(0, {{{core}}}); "
-            "from arena.batch import claim_cores\n"
+            "from arena.batch.jobs import claim_cores\n"
             "claim = claim_cores(1); print(sorted(claim[0]) if claim else None, flush=True); time.sleep(3)\n")
     holders = [subprocess.Popen([sys.executable, "-c", code.format(root=ROOT, core=core)], stdout=subprocess.PIPE,
                                 text=True) for core in (first, second)]

@@ -7,7 +7,8 @@ import socket
 import pytest
 import torch
 
-from arena import channel, sandbox, tensorwire
+from arena import channel, tensorwire
+from arena.isolation import sandbox
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")
 

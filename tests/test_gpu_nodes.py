@@ -1,11 +1,11 @@
-"""Which NVIDIA device nodes a jail gets (arena/gpu_nodes.py), on a fake driver tree: only the evaluation's GPU,
+"""Which NVIDIA device nodes a jail gets (arena/isolation/gpu_nodes.py), on a fake driver tree: only the evaluation's GPU,
 found by index in PCI bus order or by UUID, with its own minor number; the shared nodes always. The real
 thing on a machine with several GPUs is tests/test_integrity_gpu.py::test_a_submission_reaches_no_other_gpu."""
 import os
 
 import pytest
 
-from arena import gpu_nodes
+from arena.isolation import gpu_nodes
 
 # bus id -> (uuid, minor): minors out of bus order, as the driver may number them
 GPUS = {"0000:c1:00.0": ("GPU-cccc0000-0000", 0), "0000:18:00.0": ("GPU-aaaa0000-0000", 2),

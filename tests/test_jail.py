@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from arena import bubblewrap
+from arena.isolation import bubblewrap
 from tests.evalrun import ROOT, run_eval, spec_file
 
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"

@@ -38,7 +38,7 @@ def one():
 
 def jail_processes(submission: str) -> list[int]:
     """Host pids running as the jail's own uid for `submission` (its worker and whatever it started)."""
-    from arena import bubblewrap
+    from arena.isolation import bubblewrap
     uid = bubblewrap.jail_uid(hashlib.sha256(open(submission, "rb").read()).hexdigest()[:24])
     found = []
     for entry in os.listdir("/proc"):

@@ -1,5 +1,5 @@
 """Building one source for one arch, and what a build shows: ptxas's resource usage per kernel and the
-tensor-core instructions in its SASS. nvcc runs in a jail (arena/sandbox.py run_jailed) because a source's
+tensor-core instructions in its SASS. nvcc runs in a jail (arena/isolation/sandbox.py run_jailed) because a source's
 flags reach /bin/sh there. Used by eval.py (compile_submission) and verdict.py (the Build it judges).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from arena import sandbox
+from arena.isolation import sandbox
 from arena.compile.archs import EMULATED, MMA_PATTERN
 from arena.compile.diagnosis import build_failure
 from arena.compile.nvcc import compiler, disassembler, nvcc_command, system_includes
@@ -52,7 +52,7 @@ class Build:
 
 
 def build(source: Source, arch: str) -> Build:
-    """Build one source for one arch in a jail (arena/sandbox.py run_jailed): its flags reach nvcc, which runs
+    """Build one source for one arch in a jail (arena/isolation/sandbox.py run_jailed): its flags reach nvcc, which runs
     its steps through /bin/sh, so a flag like `-DX=$(cmd)` runs `cmd` there, never in the evaluator."""
     nvcc, env = compiler(arch)
     system = system_includes(source)

@@ -13,7 +13,7 @@ import torch
 from torch.multiprocessing.reductions import reduce_tensor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from arena import bubblewrap  # noqa: E402
+from arena.isolation import bubblewrap  # noqa: E402
 
 CHILD = ("import pickle, sys, torch\n"
          "fn, args = pickle.loads(sys.stdin.buffer.read())\n"

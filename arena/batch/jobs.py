@@ -24,9 +24,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from arena.cpuset import Cpuset
+from arena.isolation.cpuset import Cpuset
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not run here (needs a GPU this
                                     # machine lacks); anything else is no verdict
 FITTED_TIMEOUT_BOUND_S = 600.0      # a case's requests under eval.py's fitted timeout, at most (for the deadline)

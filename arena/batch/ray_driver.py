@@ -9,7 +9,7 @@ import os
 import time
 
 from arena.progress import PLAIN_EVERY_S
-from arena.batch import (EXIT_NOT_JUDGED, RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
+from arena.batch.jobs import (EXIT_NOT_JUDGED, RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
                          row_identity, row_key)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 112

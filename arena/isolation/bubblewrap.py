@@ -1,7 +1,7 @@
 """The jail every piece of submission-controlled code runs in: bubblewrap (`bwrap`), a maintained sandbox tool
 (Flatpak's), plus util-linux's `setpriv` and `prlimit` (docs/integrity.md, "The sandbox").
 
-Used by arena/sandbox.py (the worker: import, calls, its load_inline builds) and arena/compile/build.py (the nvcc
+Used by arena/isolation/sandbox.py (the worker: import, calls, its load_inline builds) and arena/compile/build.py (the nvcc
 builds of `eval.py compile`). `command()` wraps an argv so that it runs:
 - as a uid/gid of its own that owns nothing on the host (as root; a user without root keeps its own uid
   inside a user namespace of its own),
@@ -11,7 +11,7 @@ builds of `eval.py compile`). `command()` wraps an argv so that it runs:
   every folder the jail's user could not enter anyway (root's home, say), with only what Python, the CUDA
   toolkit and the evaluator need bound back read-only,
 - with a minimal /dev (null, zero, full, random, urandom, tty, a private pts) plus the NVIDIA driver's shared
-  nodes and the node of the evaluation's own GPU (arena/gpu_nodes.py: no other GPU of the host exists for it),
+  nodes and the node of the evaluation's own GPU (arena/isolation/gpu_nodes.py: no other GPU of the host exists for it),
   and private tmpfs /tmp and /dev/shm of bounded size,
 - with no capabilities and no new privileges, limits on memory, processes and open files,
 - dying with the evaluator (bubblewrap's --die-with-parent; the PID namespace ends with its first process).
@@ -30,7 +30,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from arena import gpu_nodes
+from arena.isolation import gpu_nodes
 
 BWRAP_ENV = "ARENA_BWRAP"             # path of a bwrap binary, for machines where it is not on PATH
 UID_BASE = 1_500_000_000              # jail uids: far above any host account, one per submission

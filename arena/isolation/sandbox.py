@@ -3,7 +3,7 @@
 The parent (eval.py, arena/runner.py) uses it to:
 - keep secrets out of reach: `reexec_without_secrets` re-executes eval.py with POPCORN_SEED and `--seed`
   handed over through a pipe, so neither is in /proc/<pid>/environ or /proc/<pid>/cmdline;
-- start the worker in a bubblewrap jail (arena/bubblewrap.py) with one private home per submission, owned by
+- start the worker in a bubblewrap jail (arena/isolation/bubblewrap.py) with one private home per submission, owned by
   the jail's own uid (its JIT builds survive between runs, shared with no other submission), or say in one
   line why no jail is possible here;
 - end every descendant by walking this process's descendants (it is a subreaper, so orphans and session
@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from arena import bubblewrap, gpu_nodes
+from arena.isolation import bubblewrap, gpu_nodes
 
 SECRET_FD_ENV = "ARENA_SECRET_FD"
 NO_SANDBOX_ENV = "ARENA_NO_SANDBOX"        # set to 1 by --no-sandbox (or under ncu): the worker runs as we do
@@ -209,7 +209,7 @@ class Isolation:
                        TRITON_CACHE_DIR=os.path.join(cache, "triton"), CUDA_CACHE_PATH=os.path.join(cache, "nv"))
             env[HOME_ENV] = self.home
             gpu = gpu_nodes.evaluation_gpu()
-            if gpu is not None:     # the jail sees this one GPU (arena/gpu_nodes.py): named, not counted
+            if gpu is not None:     # the jail sees this one GPU (arena/isolation/gpu_nodes.py): named, not counted
                 env["CUDA_VISIBLE_DEVICES"] = gpu.uuid
         return env
 
@@ -312,10 +312,10 @@ def _private_home(digest: str, uid: int | None) -> str:
 
 
 def start_worker() -> str:
-    """First thing in the worker, before torch or the submission. Its cores are locked (arena/affinity_lock.py).
+    """First thing in the worker, before torch or the submission. Its cores are locked (arena/isolation/affinity_lock.py).
     Jailed, bubblewrap ends it with the parent and the parent's home folders are made here (the parent never
     enters the home); without a jail it arms its own death signal. Returns '' or why the cores are not locked."""
-    from arena.affinity_lock import lock_affinity
+    from arena.isolation.affinity_lock import lock_affinity
     unlocked = lock_affinity() if sys.platform.startswith("linux") else ""
     home = os.environ.pop(HOME_ENV, None)
     if home:

@@ -3,14 +3,14 @@
 The evaluator is a subreaper, so the worker's orphans come back to it; but it may also have had children
 before the evaluation began that are not its to end: a shell that runs `python eval.py ... 2> >(tee log)`
 execs eval.py in a process whose child is the `tee`. `note_bystanders()` records the processes below the
-evaluator when a run begins; `end_started()` ends every other descendant (arena/sandbox.py `end_all`),
+evaluator when a run begins; `end_started()` ends every other descendant (arena/isolation/sandbox.py `end_all`),
 sparing the bystanders and whatever they start later.
 """
 from __future__ import annotations
 
 import os
 
-from arena import sandbox
+from arena.isolation import sandbox
 
 _bystanders: dict[int, str] = {}      # pid -> its start time (/proc/<pid>/stat field 22): a reused pid is no bystander
 

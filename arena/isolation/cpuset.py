@@ -1,5 +1,5 @@
 """Cores an evaluation cannot widen: a cpuset cgroup holding only its claimed cores, which the evaluation's
-process enters before it starts (arena/batch.py). Affinity alone is no fence: a submission calls
+process enters before it starts (arena/batch/jobs.py). Affinity alone is no fence: a submission calls
 sched_setaffinity itself and takes every core; inside a cpuset it cannot name a core outside the set.
 
 Made by root where the cgroup file system is writable: cgroup v1's cpuset hierarchy, or v2 where the cpuset
