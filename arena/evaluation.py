@@ -76,7 +76,7 @@ def run_mode(task, options: RunOptions):
     progress.starting(options.submission)
     # The worker starts now and imports torch while we do: only our code runs there until the hello
     # names the submission (worker.start() below), after everything the parent will ever run is imported.
-    from arena.spawn import spawn_worker
+    from arena.worker.spawn import spawn_worker
     launch.early = spawn_worker(options.submission, sandboxed, [str(task.folder)])
     launch.progress = progress
     try:
@@ -91,7 +91,7 @@ class Launch:
     """What run_mode set up before the cases: the parent's hardening, the clock, the worker already starting."""
     hardening: list
     clock: float
-    early: object = None                    # arena.spawn.Spawned
+    early: object = None                    # arena.worker.spawn.Spawned
     progress: object = None                 # arena.progress.Progress or Silent
 
 
@@ -100,7 +100,7 @@ def _run(task, options: RunOptions, launch: Launch):
     from arena.modes import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Evaluator, Limits
     from arena.results import RunInfo, mark_not_run
     from arena.report import system_info
-    from arena.runner import Worker, WorkerFailure
+    from arena.worker.client import Worker, WorkerFailure
 
     # Everything the parent will ever run is imported (and rendered once) before the submission is: a
     # module loaded later could be one the submission rewrote.

@@ -1,7 +1,7 @@
 """Integrity defences inside the rules of the game (docs/integrity.md); process isolation is arena/isolation/sandbox.py.
 
 Two places use this module:
-- arena/worker.py (the untrusted side), before importing the submission: a `HarnessGuard` that notices
+- arena/worker/server.py (the untrusted side), before importing the submission: a `HarnessGuard` that notices
   monkey-patched timers and harness functions (identities, code objects, defaults, module globals, and
   dispatch modes left active), and the drain-measuring wall-clock calls.
 - arena/modes.py (the parent), for every output it receives: `OutputAudit` (contract tricks, returning
@@ -34,19 +34,19 @@ GUARDED = (
     "arena.timing.time_calls_gpu", "arena.timing.time_calls_wall", "arena.timing.time_together_gpu",
     "arena.timing.time_together_wall", "arena.timing.busy_spin",
     "arena.timing.l2_flush_buffer", "arena.timing.clear_l2_cache",
-    "arena.worker.Session", "arena.worker.Session.run", "arena.worker.Session.time", "arena.worker.Session.wall",
-    "arena.worker.Session.profile", "arena.worker.Session._sync", "arena.worker._first_line",
-    "arena.worker.require_plain", "arena.worker._foreign_threads", "arena.worker.serve",
+    "arena.worker.server.Session", "arena.worker.server.Session.run", "arena.worker.server.Session.time", "arena.worker.server.Session.wall",
+    "arena.worker.server.Session.profile", "arena.worker.server.Session._sync", "arena.worker.server._first_line",
+    "arena.worker.server.require_plain", "arena.worker.server._foreign_threads", "arena.worker.server.serve",
     "arena.integrity.time_calls_drain", "arena.integrity.sync_latency_ns", "arena.integrity.find_violations",
-    "arena.channel.send", "arena.channel.receive", "arena.channel._read_exactly", "arena.channel.json",
-    "arena.tensorwire.Encoder", "arena.tensorwire.Decoder", "arena.tensorwire.encode",
-    "arena.tensorwire._write_memfd",
+    "arena.worker.channel.send", "arena.worker.channel.receive", "arena.worker.channel._read_exactly", "arena.worker.channel.json",
+    "arena.worker.tensorwire.Encoder", "arena.worker.tensorwire.Decoder", "arena.worker.tensorwire.encode",
+    "arena.worker.tensorwire._write_memfd",
     "json.dumps", "json.loads", "socket.socket", "socket.socket.sendmsg", "socket.socket.recvmsg",
 )
 
 # Modules whose every global, function code object and defaults are compared after every request.
-DEEP_MODULES = ("arena.timing", "arena.worker", "arena.integrity", "arena.channel", "arena.tensorwire",
-                "arena.protocol", "arena.masking", "json", "json.encoder", "json.decoder", "time")
+DEEP_MODULES = ("arena.timing", "arena.worker.server", "arena.integrity", "arena.worker.channel", "arena.worker.tensorwire",
+                "arena.worker.messages", "arena.masking", "json", "json.encoder", "json.decoder", "time")
 
 
 def _resolve(path: str):
@@ -81,7 +81,7 @@ class HarnessGuard:
 
     def __init__(self, paths=GUARDED):
         self.modules = {name: sys.modules.get(name) for name in
-                        ("time", "torch", "torch.cuda", "arena.timing", "arena.worker", "arena.integrity",
+                        ("time", "torch", "torch.cuda", "arena.timing", "arena.worker.server", "arena.integrity",
                          "multiprocessing.connection")}
         self.saved = {}
         self.links = []         # (dotted path, container, attribute name, object): every step of every path

@@ -1,5 +1,5 @@
 """Timed inputs the worker cannot use before its window opens, and a digest proving its outputs existed when
-the window closed. Both sides of a timed window use it: arena/runner.py (parent) and arena/worker.py.
+the window closed. Both sides of a timed window use it: arena/worker/client.py (parent) and arena/worker/server.py.
 
 The parent stages a window's inputs in the worker with a keystream added to every 8-byte word (modulo 2**64),
 drawn from a secret 63-bit key by torch's own generator on the storage's device (Philox on a GPU, Mersenne

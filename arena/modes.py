@@ -22,7 +22,7 @@ from arena.progress import Silent
 from arena.nested import tensors_in
 from arena.results import CaseResult
 from arena.parent_clock import ClockFloor, SpinSizer, window_spin_us
-from arena.runner import Reply, Window, Worker, WorkerFailure
+from arena.worker.client import Reply, Window, Worker, WorkerFailure
 from arena.specs import Case
 
 WALL_CALLS = 5            # sync-to-sync calls per case, to compare with event time (side-stream check)
@@ -437,7 +437,7 @@ class Evaluator:
         return self.clean
 
     def _window(self, originals: list, result, together: bool, spin: int) -> Window:
-        """One timed window of the submission (arena/runner.py Worker.time_window)."""
+        """One timed window of the submission (arena/worker/client.py Worker.time_window)."""
         return self._exchange(lambda: self.worker.time_window(originals, self.timeout(originals), together=together,
                                                               spin=spin), originals, result)
 

@@ -1,7 +1,7 @@
 """The parent's own clock as a floor under every ranked time (docs/integrity.md, "The parent's clock").
 
 Each timed window is bracketed by the parent: from sending the key that unmasks its inputs to reading the
-worker's times and its outputs' digest (arena/runner.py Worker.time_window). Right after it, a clean worker
+worker's times and its outputs' digest (arena/worker/client.py Worker.time_window). Right after it, a clean worker
 (one that never imported the submission) runs the same window around an empty call: the same inputs unmasked,
 the same L2 flush and work ahead of the window, the same digest, the same messages. What the submission's window took
 beyond the clean one is the work of its calls, measured where the submission cannot reach: the worker's

@@ -3,7 +3,7 @@
 The worker sends one row per profiled operation (name, calls, self and total CPU and device time in µs); the
 parent checks each row (types, finite non-negative numbers, at most MAX_ROWS rows, names cleaned and cut) and
 lays the table out itself, so a submission can misreport its own profile but cannot forge the table's form,
-inject text or inflate it. Used by arena/runner.py.
+inject text or inflate it. Used by arena/worker/client.py.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The parent-worker channel (arena/channel.py) and tensor wire format (arena/tensorwire.py): data crosses,
+"""The parent-worker channel (arena/worker/channel.py) and tensor wire format (arena/worker/tensorwire.py): data crosses,
 code never does, and every malformed or out-of-range message is refused with one line."""
 import fcntl
 import os
@@ -7,7 +7,7 @@ import socket
 import pytest
 import torch
 
-from arena import channel, tensorwire
+from arena.worker import channel, tensorwire
 from arena.isolation import sandbox
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")

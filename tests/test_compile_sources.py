@@ -300,7 +300,7 @@ def test_a_cuda_core_epilogue_beside_an_mma_kernel_passes_the_rule(tmp_path):
 def test_the_worker_finds_cutlass_headers_as_the_competition_image_did(monkeypatch, tmp_path):
     """A load_inline source that includes <cutlass/...> without extra_include_paths: the worker's environment
     puts the installed CUTLASS on CPATH, and nvcc then builds it (a real nvcc run when both exist)."""
-    from arena import spawn
+    from arena.worker import spawn
     include = tmp_path / "cutlass" / "include"
     (include / "cutlass").mkdir(parents=True)
     (include / "cutlass" / "probe.h").write_text("#define ARENA_PROBE 1\n")

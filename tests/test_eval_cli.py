@@ -191,7 +191,7 @@ def test_each_verb_has_its_own_help_and_only_its_options():
 
 
 def test_a_task_whose_reference_fails_to_import_is_one_clear_line(tmp_path):
-    """The worker starts before the parent imports the reference (arena/spawn.py); a reference that raises
+    """The worker starts before the parent imports the reference (arena/worker/spawn.py); a reference that raises
     ends the run with one line (the waiting worker is ended with the rest)."""
     for name in ("task.yml", "task.py", "utils.py"):
         (tmp_path / name).write_text(open(os.path.join(ROOT, name)).read())

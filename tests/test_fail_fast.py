@@ -99,7 +99,7 @@ def test_an_import_failure_is_one_line_with_the_submissions_own_traceback_once()
     assert run.code == 112
     assert "none of the 10 cases ran: cannot import submission: SyntaxError" in run.stdout
     assert run.stdout.count("Traceback") == 1 and run.stdout.count("def custom_kernel(data)") == 1
-    assert "frozen importlib" not in run.stdout and "arena/worker.py" not in run.stdout
+    assert "frozen importlib" not in run.stdout and "arena/worker/server.py" not in run.stdout
     assert run.stderr.strip().splitlines()[-1].startswith("error: cannot import submission: SyntaxError")
     assert "(1/10)" not in run.stderr
 
@@ -107,7 +107,7 @@ def test_an_import_failure_is_one_line_with_the_submissions_own_traceback_once()
 def test_a_failing_call_shows_no_frame_of_the_harness():
     run = run_eval("test", spec_file(SMALL), "--submission", submission("needs_cuda.py"))
     assert run.code == 114 and "needs_cuda.py" in run.stdout
-    assert "arena/worker.py" not in run.stdout, run.stdout
+    assert "arena/worker/server.py" not in run.stdout, run.stdout
 
 
 def test_the_cleanup_spares_a_tee_that_was_the_evaluators_child_before_it_began(tmp_path):
@@ -165,7 +165,7 @@ def test_a_case_too_big_for_the_rules_or_the_memory_is_refused_with_one_line_bef
 
 
 def test_a_worker_ended_by_the_out_of_memory_killer_is_named_as_such():
-    from arena.runner import describe_exit
+    from arena.worker.client import describe_exit
     assert "out-of-memory killer" in describe_exit(-9, out_of_memory=True)
     assert describe_exit(-9) == "killed by SIGKILL"
 
@@ -229,7 +229,7 @@ def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
         assert "building CUDA extension" not in run.stderr
         loud = run_eval("test", "--only", "0")
         assert loud.code == 114 and "building CUDA extension" not in loud.stderr, loud.stderr
-        assert "arena/worker.py" not in loud.stdout and "needs a CUDA GPU" in loud.stdout
+        assert "arena/worker/server.py" not in loud.stdout and "needs a CUDA GPU" in loud.stdout
 
 
 @pytest.mark.skipif(any(os.path.exists(n) for n in ("/dev/nvidiactl", "/dev/nvidia0")), reason="a GPU is here")

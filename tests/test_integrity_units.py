@@ -219,7 +219,7 @@ def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
 def test_every_guarded_name_resolves():
     """GUARDED names harness internals by string: a rename would silently drop its guard."""
     import importlib
-    for module in ("arena.timing", "arena.worker", "arena.integrity", "arena.channel", "arena.tensorwire",
+    for module in ("arena.timing", "arena.worker.server", "arena.integrity", "arena.worker.channel", "arena.worker.tensorwire",
                    "socket", "json", "time"):
         importlib.import_module(module)
     missing = [path for path in integrity.GUARDED if not integrity._resolve(path)[0]]

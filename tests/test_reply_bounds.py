@@ -1,5 +1,5 @@
 """The parent survives any reply: every bound is checked before anything is parsed, mapped or copied, and a
-bad reply is one line (arena/channel.py, arena/tensorwire.py, arena/profile_table.py, arena/compile/sources.py,
+bad reply is one line (arena/worker/channel.py, arena/worker/tensorwire.py, arena/profile_table.py, arena/compile/sources.py,
 arena/specs.py). Each test sends what an exploit in tests/exploits/ sends."""
 import fcntl
 import os
@@ -11,10 +11,10 @@ import time
 import pytest
 import torch
 
-from arena import channel, tensorwire
+from arena.worker import channel, tensorwire
 from arena.compile.sources import CompileError, find_sources
 from arena.profile_table import ProfileError, build_table
-from arena.runner import reply_bytes_limit
+from arena.worker.client import reply_bytes_limit
 from arena.specs import combine_seed
 
 

@@ -6,7 +6,7 @@ command line, torch's and CUTLASS's headers), diagnosis.py (one line naming why 
 failed, also the worker's for load_inline), build.py (one source for one arch in the jail, ptxas usage and SASS),
 verdict.py (problems, the table). A source is built for the archs it is written for; for others it is
 "not targeted", never failed. Tensor-core instructions are required only where the task or `--expect mma`
-asks. This face hands on the names eval.py, arena/spawn.py, tests and bench use.
+asks. This face hands on the names eval.py, arena/worker/spawn.py, tests and bench use.
 """
 from arena.compile.archs import EMULATED, split_arch_flags, target_archs
 from arena.compile.diagnosis import build_failure, load_inline_failure

@@ -1,6 +1,6 @@
 """One line naming why a CUDA build failed, from what the compiler printed: a missing header (CUTLASS's with the
 install command), an instruction the target arch lacks (ptxas), or the first error with its file and line. Used by
-build.py (`eval.py compile`) and by the worker (arena/worker.py), whose load_inline builds fail inside torch
+build.py (`eval.py compile`) and by the worker (arena/worker/server.py), whose load_inline builds fail inside torch
 ("Error building extension 'x'" followed by ninja's log): both name a failure the same way.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The tools and the nvcc command line of `eval.py compile`: where nvcc and cuobjdump are, which folders a source
 needs (torch's, Python's, CUTLASS's headers) and the flags torch's load_inline would give it. Used by build.py;
 find_tool is the project's one CUDA tool finder (tests and bench use it), and cutlass_include_dirs also serves
-arena/spawn.py (the worker's own load_inline builds).
+arena/worker/spawn.py (the worker's own load_inline builds).
 """
 from __future__ import annotations
 

@@ -397,7 +397,7 @@ def diagnose_case(evaluator, index: int, case):
     first failing probe's headline as its diagnosis and every probe line as evidence.
     """
     from arena.results import CaseResult
-    from arena.runner import WorkerFailure
+    from arena.worker.client import WorkerFailure
 
     calls = []
 

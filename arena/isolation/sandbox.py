@@ -1,6 +1,6 @@
 """Process isolation for the untrusted worker (docs/integrity.md, "The sandbox").
 
-The parent (eval.py, arena/runner.py) uses it to:
+The parent (eval.py, arena/worker/client.py) uses it to:
 - keep secrets out of reach: `reexec_without_secrets` re-executes eval.py with POPCORN_SEED and `--seed`
   handed over through a pipe, so neither is in /proc/<pid>/environ or /proc/<pid>/cmdline;
 - start the worker in a bubblewrap jail (arena/isolation/bubblewrap.py) with one private home per submission, owned by

@@ -1,4 +1,4 @@
-"""Starting the worker process: `python -I -B` running arena.worker in its jail (arena/isolation/sandbox.py), one socket to it.
+"""Starting the worker process: `python -I -B` running arena.worker.server in its jail (arena/isolation/sandbox.py), one socket to it.
 
 Free of torch, so the parent can start the worker before its own `import torch` and both imports run at once
 (about 3.5 s each on the H100 machine). Until the parent's hello names the submission, only our code runs
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from arena.isolation import sandbox
 from arena.compile import cutlass_include_dirs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass
@@ -41,7 +41,7 @@ def with_cutlass_headers(env: dict) -> dict:
 def worker_argv() -> list[str]:
     """`python -I` (no user site-packages, no PYTHON* variables, no script folder on the path: nothing in the
     worker's home runs at interpreter start), with the evaluator's folder put on the path by hand."""
-    boot = f"import sys; sys.path.insert(0, {ROOT!r}); from arena.worker import main; main()"
+    boot = f"import sys; sys.path.insert(0, {ROOT!r}); from arena.worker.server import main; main()"
     return [sys.executable, "-I", "-B", "-c", boot]
 
 

@@ -13,8 +13,8 @@ memfd per message (shared memory; its descriptor rides on the channel):
   is on the GPU.
 
 `Decoder` is the parent's strict reader: every field is type-checked and every range bounds-checked, so a
-hostile worker can send wrong data but never code, never an out-of-range view. Used by arena/runner.py and
-arena/worker.py. Nothing here ever unpickles.
+hostile worker can send wrong data but never code, never an out-of-range view. Used by arena/worker/client.py and
+arena/worker/server.py. Nothing here ever unpickles.
 """
 from __future__ import annotations
 

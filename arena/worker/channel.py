@@ -2,9 +2,9 @@
 with file descriptors (shared-memory buffers) passed alongside.
 
 Nothing on it is ever unpickled: a message is JSON (numbers, strings, lists, dicts), so a hostile worker can
-send wrong data but never code. Tensors travel outside the JSON (arena/tensorwire.py), in sealed shared-memory
+send wrong data but never code. Tensors travel outside the JSON (arena/worker/tensorwire.py), in sealed shared-memory
 files whose descriptors ride with the message.
-Used by arena/runner.py (parent) and arena/worker.py (worker).
+Used by arena/worker/client.py (parent) and arena/worker/server.py (worker).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The messages between the parent (arena/runner.py) and the worker (arena/worker.py), in one place both sides
-import. On the wire each is a JSON object (arena/channel.py) with tensors as shared-memory descriptors
-(arena/tensorwire.py); a message from the worker is hostile data and is checked where it is parsed.
+"""The messages between the parent (arena/worker/client.py) and the worker (arena/worker/server.py), in one place both sides
+import. On the wire each is a JSON object (arena/worker/channel.py) with tensors as shared-memory descriptors
+(arena/worker/tensorwire.py); a message from the worker is hostile data and is checked where it is parsed.
 
     worker -> parent   {"isolation": TEXT}                         first word, before any submission code
     parent -> worker   Hello                                       what to import, on which device

@@ -1,8 +1,8 @@
 """The trusted side of the process boundary: starts, feeds, times out and replaces the worker.
 
-The worker is a fresh `python -m arena.worker` process (never a multiprocessing child: those inherit the
+The worker is a fresh `python -m arena.worker.server` process (never a multiprocessing child: those inherit the
 parent's authkey and argv), started under its own user by arena/isolation/sandbox.py, talking over one socket of JSON
-and shared memory (arena/channel.py, arena/tensorwire.py). Every reply is parsed as hostile data.
+and shared memory (arena/worker/channel.py, arena/worker/tensorwire.py). Every reply is parsed as hostile data.
 """
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import channel, masking, tensorwire
+from arena import masking
+from arena.worker import channel, tensorwire
 from arena.isolation import cleanup, sandbox
 from arena.memory import oom_kills
 from arena.nested import copy_storages, tensors_in
 from arena.profile_table import ProfileError, build_table
-from arena.protocol import REPLY_NUMBER_LISTS, Hello, Request
-from arena.spawn import Spawned, spawn_worker
+from arena.worker.messages import REPLY_NUMBER_LISTS, Hello, Request
+from arena.worker.spawn import Spawned, spawn_worker
 
 
 WORKER_TEXT_FRAME = "| "
@@ -46,7 +47,7 @@ class WorkerFailure(RuntimeError):
         self.hang = hang                # no answer within the time limit
 
 
-_ARENA = os.path.dirname(os.path.abspath(__file__))
+_ARENA = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The harness's own frames: this package (wherever the worker sees it mounted) and importlib's.
 HARNESS_MODULES = tuple(sorted("/arena/" + os.path.relpath(os.path.join(folder, name), _ARENA)
                                for folder, _, names in os.walk(_ARENA) for name in names if name.endswith(".py")))
@@ -134,7 +135,7 @@ class Worker:
     hardening: str = "not started"
     probe_failed: str = ""
     emulate_blackwell: bool = False     # the worker builds sm_100a and runs tcgen05 in software
-    spawned: Spawned | None = None      # a process started early (arena/spawn.py), taken by the first start()
+    spawned: Spawned | None = None      # a process started early (arena/worker/spawn.py), taken by the first start()
     oom_before: int | None = None       # the cgroup's out-of-memory kills when this worker started
     staged: list | None = None          # the parent's view of the inputs staged for the next timed window
     staged_spin: int = 0                # the work ahead those inputs were staged with

@@ -1,7 +1,7 @@
-"""The untrusted side: started by arena/runner.py in its jail (arena/isolation/sandbox.py), imports the submission and
+"""The untrusted side: started by arena/worker/client.py in its jail (arena/isolation/sandbox.py), imports the submission and
 calls `custom_kernel`.
 
-It talks to the parent over one Unix socket (arena/channel.py: JSON plus shared-memory descriptors, never a
+It talks to the parent over one Unix socket (arena/worker/channel.py: JSON plus shared-memory descriptors, never a
 pickle); its argv and environment hold no seed and no secret. It receives inputs the parent generated and
 sends back outputs and times; the parent checks every output and re-checks every time against its own clock.
 """
@@ -291,7 +291,7 @@ def _foreign_threads(threading) -> int:
 
 def _probe(sock, device: str, request, fds) -> bool:
     """Before any submission code: CUDA works and tensors cross both ways. Answers data + 1."""
-    from arena import channel, tensorwire
+    from arena.worker import channel, tensorwire
     try:
         decoder = tensorwire.Decoder(device)
         data = decoder.decode(request["data"], fds)
@@ -335,10 +335,11 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
     `warnings` (the worker's own, such as cores it could not lock) go out with the ready message."""
     import threading
 
-    from arena import channel, integrity, tensorwire
-    from arena.protocol import OPS, Hello, Request
+    from arena import integrity
+    from arena.worker import channel, tensorwire
+    from arena.worker.messages import OPS, Hello, Request
     channel.send(sock, {"started": True})
-    import torch            # while the parent imports its own (arena/spawn.py): the hello comes after both
+    import torch            # while the parent imports its own (arena/worker/spawn.py): the hello comes after both
     message, _ = channel.receive(sock)
     hello = Hello.from_message(message)
     device = hello.device
