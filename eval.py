@@ -33,8 +33,8 @@ def fail_setup(message: str, code: int):
 def read_cases(task_dir, specfile, case_set):
     """(task, cases, the spec file's text or None): SPECFILE's cases, checked against the task's rules, else the
     task's `case_set`; a missing or broken one is one line and exit 113."""
-    from arena.specs import SpecError, parse_spec_text
-    from arena.taskdef import TaskError, load_task
+    from arena.taskdef.specs import SpecError, parse_spec_text
+    from arena.taskdef.definition import TaskError, load_task
     if task_dir and not os.path.isdir(task_dir):
         fail_setup(f"no task folder {task_dir} (--task takes a folder holding task.yml)", EXIT_USAGE)
     try:
@@ -64,7 +64,7 @@ def read_cases(task_dir, specfile, case_set):
 def check_memory(task, indexed):
     """Each case's memory (task.yml `memory_bytes`) against what this machine has available, before anything
     is generated: a case that cannot fit is one line and exit 113, not the out-of-memory killer minutes later."""
-    from arena.memory import EstimateError, available_bytes, estimate_bytes, gib
+    from arena.taskdef.memory import EstimateError, available_bytes, estimate_bytes, gib
     expression, available = task.config.get("memory_bytes"), available_bytes()
     if not expression or available is None:
         return
@@ -81,7 +81,7 @@ def check_memory(task, indexed):
 def check_device(task, case_set: str, specfile):
     """A case set task.yml marks `gpu_only_sets` (cases whose inputs alone take minutes to make on a CPU)
     is refused up front without a GPU: one line naming what runs instead."""
-    from arena.progress import gpu_present
+    from arena.report.progress import gpu_present
     if specfile or case_set not in (task.config.get("gpu_only_sets") or []) or gpu_present():
         return
     fail_setup(f"{task.name}'s {case_set} need a CUDA GPU (their inputs alone take minutes to make on a CPU): "
@@ -90,7 +90,7 @@ def check_device(task, case_set: str, specfile):
 
 def check_output_paths(*outputs):
     """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
-    from arena.outputs import path_problem
+    from arena.report.outputs import path_problem
     for path, what, folder in outputs:
         problem = path_problem(path, what, folder) if path else None
         if problem:
@@ -289,7 +289,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 
     from arena.batch.jobs import BatchPlan, find_submissions, read_manifest, read_rows
     from arena.batch.ray_driver import ray_missing_line, run_batch
-    from arena.taskdef import REPO_ROOT
+    from arena.taskdef.definition import REPO_ROOT
 
     missing = ray_missing_line()
     if missing:
@@ -348,7 +348,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
                    "same command to go on)", err=True)
         return 128 + signum
     if report_path:
-        from arena.html_report import write_batch_report
+        from arena.report.html_report import write_batch_report
         plan = jobs[0][1]
         try:
             write_batch_report(report_path, f"nvfp4-arena batch: {plan.task_name} {mode} ({plan.cases_id})",
@@ -362,10 +362,10 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 def evaluate(mode: str, given: dict):
     """Run `mode` as the command line `given` asks (click's values): choose the cases, build the run's
     RunOptions once, run, and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
-    from arena.evaluation import EmulationUnavailable, run_mode
-    from arena.options import RunOptions
-    from arena.specs import apply_secret_seed
-    from arena.taskdef import TaskError, task_named_elsewhere
+    from arena.run.evaluation import EmulationUnavailable, run_mode
+    from arena.run.options import RunOptions
+    from arena.taskdef.specs import apply_secret_seed
+    from arena.taskdef.definition import TaskError, task_named_elsewhere
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(given["seed"])
@@ -414,9 +414,9 @@ def evaluate(mode: str, given: dict):
 
     def record(finished):       # after every case: a stopped or killed run keeps what it finished
         if json_path:
-            from arena import report
+            from arena.report import terminal
             try:
-                report.write_json(json_path, mode, task.name, submission, finished, None, None, len(indexed))
+                terminal.write_json(json_path, mode, task.name, submission, finished, None, None, len(indexed))
             except OSError as error:
                 click.echo(f"warning: cannot write {json_path}: {error.strerror}", err=True)
     try:
@@ -435,19 +435,19 @@ def evaluate(mode: str, given: dict):
         sandbox.write_import_audit()
     if info.stopped:
         _ignore_further_signals()   # the results of the cases that finished get written whole
-    from arena import report       # imported by run_mode already (it imports torch: not before the worker starts)
+    from arena.report import terminal       # imported by run_mode already (it imports torch: not before the worker starts)
     info.static_warnings = [f.as_dict() for f in static]
     if info.refused:
         click.echo(f"error: {info.refused}", err=True)
     if popcorn_fd is not None:
-        report.write_popcorn(int(popcorn_fd), report.popcorn_lines(mode, results, reports, not info.stopped))
-        report.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
+        terminal.write_popcorn(int(popcorn_fd), terminal.popcorn_lines(mode, results, reports, not info.stopped))
+        terminal.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
     else:
-        report.render(_console(), mode, results, info, reports)
+        terminal.render(_console(), mode, results, info, reports)
     written = True
     if json_path:
         try:
-            report.write_json(json_path, mode, task.name, submission, results, info, reports, len(indexed))
+            terminal.write_json(json_path, mode, task.name, submission, results, info, reports, len(indexed))
         except OSError as error:
             click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
             written = False
@@ -480,9 +480,9 @@ def diagnose_default(task, options, case_set):
     """The cases `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
     (one case that cannot show the bug would say all is well); if every case passes, the task's small probe
     case (nvfp4_gemm) or its first case. One line on stderr says which and why."""
-    from arena.evaluation import run_mode
-    from arena.progress import Progress
-    from arena.specs import Case, format_spec
+    from arena.run.evaluation import run_mode
+    from arena.report.progress import Progress
+    from arena.taskdef.specs import Case, format_spec
     indexed = list(options.cases)
     progress = Progress(quiet=options.quiet)
     progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
@@ -512,7 +512,7 @@ def diagnose_default(task, options, case_set):
 def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
     """--report and --plots: a failure to write one is one line on stderr (and exit 112); the results stand.
     Whether all were written."""
-    from arena import html_report
+    from arena.report import html_report
     try:
         if report_path:
             html_report.write_report(report_path, mode, task_name, submission, results, info)
@@ -538,7 +538,7 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
     fail on a build error, a register spill, or a missing tensor-core instruction where the task (or
     --expect mma) asks for one."""
     from arena.compile import CompileError, compile_submission, report
-    from arena.taskdef import TaskError, load_task
+    from arena.taskdef.definition import TaskError, load_task
 
     if not os.path.isfile(submission):
         fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
@@ -548,7 +548,7 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
         except TaskError as error:
             fail_setup(str(error), EXIT_SPEC)
     console = _console()
-    from arena.progress import Progress
+    from arena.report.progress import Progress
     progress = Progress()
     progress.announce(f"reading the CUDA sources of {submission}")
     try:

@@ -6,18 +6,18 @@
   runs: "official" (default), "quantized" (real NVFP4 quantization of Gaussian data: fractional scales),
   "allcodes" (every fp4 code on both operands and a wide range of e4m3 scales, subnormals included).
 - `ref_kernel` calls `torch._scaled_mm` on Blackwell (sm_100+), exactly as the competition does, and an exact
-  emulation elsewhere (arena/emulation.py).
+  emulation elsewhere (arena/nvfp4/emulation.py).
 - `sf_vec_size`, `ceil_div` and `to_blocked` are the competition's helpers, which submissions import.
 """
 import torch
 
 from task import input_t, output_t
-from arena import generators as gen
-from arena.checking import make_match_reference
-from arena.tolerance import tolerance_beside
-from arena.emulation import blackwell_scaled_mm, fp4_gemm_reference, has_fp4_tensor_cores
-from arena.formats import BLOCK_SIZE
-from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
+from arena.nvfp4 import generators as gen
+from arena.taskdef.checking import make_match_reference
+from arena.taskdef.tolerance import tolerance_beside
+from arena.nvfp4.emulation import blackwell_scaled_mm, fp4_gemm_reference, has_fp4_tensor_cores
+from arena.nvfp4.formats import BLOCK_SIZE
+from arena.nvfp4.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 sf_vec_size = BLOCK_SIZE
 

@@ -4,7 +4,7 @@ Two places use this module:
 - arena/worker/server.py (the untrusted side), before importing the submission: a `HarnessGuard` that notices
   monkey-patched timers and harness functions (identities, code objects, defaults, module globals, and
   dispatch modes left active), and the drain-measuring wall-clock calls.
-- arena/modes.py (the parent), for every output it receives: `OutputAudit` (contract tricks, returning
+- arena/run/modes.py (the parent), for every output it receives: `OutputAudit` (contract tricks, returning
   the input c, outputs aliasing inputs or each other, writes that land after the call returned) and
   `timing_flags` (times that cannot be honest).
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from arena.nested import tensors_in
+from arena.taskdef.nested import tensors_in
 
 
 class IntegrityViolation(RuntimeError):
@@ -249,7 +249,7 @@ def snapshot(output):
     """A private copy of every tensor of an output, taken the moment it arrives, with its strides (the check
     warns about a strided result; `clone` would make a column of a wider buffer contiguous)."""
     import torch
-    from arena.nested import map_leaves
+    from arena.taskdef.nested import map_leaves
 
     def copy(x):
         x = x.detach()

@@ -6,7 +6,7 @@ import sys
 
 @contextlib.contextmanager
 def task_reference(folder: str):
-    from arena.taskdef import load_task
+    from arena.taskdef.definition import load_task
     saved = {key: sys.modules.get(key) for key in ("task", "reference")}
     path = list(sys.path)
     try:

@@ -608,7 +608,7 @@ def test_cutlass_scale_factor_layout_is_the_competitions_permuted_storage(tmp_pa
     import torch
 
     from arena.compile.nvcc import cutlass_include_dirs
-    from arena.layouts import to_permuted
+    from arena.nvfp4.layouts import to_permuted
     headers = cutlass_include_dirs()
     if not headers:
         pytest.skip("CUTLASS headers not installed (nvidia-cutlass or CUTLASS_PATH)")

@@ -1,8 +1,8 @@
-"""arena/checking.py: the structured result the evaluator reads, and the competition's (passed, message) pair
+"""arena/taskdef/checking.py: the structured result the evaluator reads, and the competition's (passed, message) pair
 built from it; a task's own check_implementation (a plain function) still reports as one line."""
 import torch
 
-from arena.checking import CheckResult, ReferenceCheck, make_match_reference
+from arena.taskdef.checking import CheckResult, ReferenceCheck, make_match_reference
 from tests.evalrun import GOOD, ROOT, run_eval, spec_file
 
 
@@ -63,7 +63,7 @@ def _task_copy(tmp_path, tolerance: str):
 
 def test_the_tolerance_lives_in_task_yml_and_the_check_and_the_diagnosis_read_it(tmp_path, monkeypatch):
     from arena.diagnose import explain
-    from arena.taskdef import load_task
+    from arena.taskdef.definition import load_task
     _task_copy(tmp_path, '{"rtol": 0.5, "atol": 0.25}')
     task = load_task(tmp_path)
     reference = task.import_reference()

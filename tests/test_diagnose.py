@@ -20,8 +20,8 @@ for path in (ROOT, BROKEN):
 
 import reference  # noqa: E402
 from arena import diagnose as D  # noqa: E402
-from arena.layouts import to_permuted  # noqa: E402
-from arena.nested import clone_data  # noqa: E402
+from arena.nvfp4.layouts import to_permuted  # noqa: E402
+from arena.taskdef.nested import clone_data  # noqa: E402
 from tests.evalrun import run_eval
 
 SQUARE = dict(m=256, n=256, k=512, l=1, seed=3)

@@ -16,7 +16,7 @@ for path in (ROOT, BROKEN):
         sys.path.append(path)
 
 from arena.diagnose import diagnose_groups, explain_failure, is_group_contract  # noqa: E402
-from arena.nested import clone_data, copy_storages  # noqa: E402
+from arena.taskdef.nested import clone_data, copy_storages  # noqa: E402
 from tests.evalrun import run_eval, spec_file  # noqa: E402
 from tests.taskload import task_reference  # noqa: E402
 

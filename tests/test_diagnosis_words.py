@@ -18,7 +18,7 @@ for path in (ROOT, BROKEN):
 import reference  # noqa: E402
 from arena import diagnose as D  # noqa: E402
 from arena.diagnose.scalemap import explain_map  # noqa: E402
-from arena.nested import clone_data  # noqa: E402
+from arena.taskdef.nested import clone_data  # noqa: E402
 from tests.evalrun import run_eval  # noqa: E402
 from tests.test_diagnose import SQUARE, broken  # noqa: E402
 

@@ -204,7 +204,7 @@ def test_a_task_whose_reference_fails_to_import_is_one_clear_line(tmp_path):
 
 
 def test_a_submission_whose_popcorn_header_names_another_task_is_told_which_task_to_pass(tmp_path):
-    from arena.taskdef import load_task, task_named_elsewhere
+    from arena.taskdef.definition import load_task, task_named_elsewhere
     written = tmp_path / "gemv_kernel.py"
     written.write_text("#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n"
                        + open(GOOD).read())
@@ -218,7 +218,7 @@ def test_a_submission_whose_popcorn_header_names_another_task_is_told_which_task
 def test_without_a_header_a_submission_that_speaks_only_of_another_task_gets_a_notice(tmp_path):
     """No #!POPCORN line: the file's name and source decide. `gemm` is every GEMM task's word, so it never
     suggests nvfp4_gemm and never proves a file is not a gemm one; the runner's `modal_` prefix is the same task."""
-    from arena.taskdef import load_task, task_named_elsewhere
+    from arena.taskdef.definition import load_task, task_named_elsewhere
     gemm, gemv = load_task(ROOT), load_task(os.path.join(ROOT, "tasks", "nvfp4_gemv"))
     dual = load_task(os.path.join(ROOT, "tasks", "nvfp4_dual_gemm"))
     gemv_file = tmp_path / "gemv_submission.py"

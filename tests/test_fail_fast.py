@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from arena.modes import AUTO_FLOOR_S, auto_timeout
+from arena.run.modes import AUTO_FLOOR_S, auto_timeout
 from tests.evalrun import GOOD, ROOT, SMALL, as_from_a_terminal, run_eval, spec_file, submission
 
 MANY = "".join(f"m: 128; n: 256; k: 256; l: 1; seed: {i}\n" for i in range(8))
@@ -190,7 +190,7 @@ def test_diagnose_without_a_case_probes_the_first_case_that_fails_under_test():
 
 
 def test_plots_carry_a_title_axes_and_a_legend_and_a_cpu_run_draws_no_empty_speed_of_light_bar(tmp_path):
-    from arena.glyphs import strip_height
+    from arena.report.glyphs import strip_height
     from tests.test_progress_report import decode_png
     plots = tmp_path / "plots"
     run = run_eval("benchmark", spec_file("m: 128; n: 7168; k: 2048; l: 1; seed: 3\n"), "--submission", GOOD,
@@ -215,7 +215,7 @@ def test_a_report_that_cannot_be_written_at_the_end_is_an_error_line_and_112():
 
 def test_one_sample_is_one_sample_and_a_cpu_run_announces_no_cuda_build():
     import io
-    from arena.progress import Progress, gpu_present
+    from arena.report.progress import Progress, gpu_present
     stream = io.StringIO()
     progress = Progress(stream=stream, live=False)
     progress.case(0, "m: 1", 1, "timing")

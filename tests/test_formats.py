@@ -4,7 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from arena import formats
+from arena.nvfp4 import formats
 
 
 def e2m1_from_bits(code: int) -> float:

@@ -50,7 +50,7 @@ def model_fp64(q8, k8, v8, qs, ks, vs, causal) -> np.ndarray:
 
 @pytest.mark.parametrize("which", ["tests", "robustness"])
 def test_the_reference_is_within_one_bf16_rounding_of_an_fp64_model(reference, which):
-    from arena.taskdef import load_task
+    from arena.taskdef.definition import load_task
     for case in load_task(TASK).cases(which):
         data = reference.generate_input(**case.args)
         model = model_fp64(*data[:7])

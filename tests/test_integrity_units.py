@@ -240,7 +240,7 @@ def test_differing_elements_compares_bits_per_element():
 
 
 def test_the_profile_table_is_laid_out_by_the_evaluator_from_checked_rows():
-    from arena.profile_table import MAX_ROWS, ProfileError, build_table
+    from arena.report.profile_table import MAX_ROWS, ProfileError, build_table
     table = build_table([["aten::mm\x1b[2K\n[bold]x", 3, 10.0, 20.0, 5.5, 6.0]])
     assert "\x1b" not in table and "aten::mm" in table and "5.5" in table
     assert len(table.splitlines()) == 5                 # rule, header, rule, one row, rule: no injected line

@@ -3,7 +3,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from arena.layouts import (blocked_offset, ceil_div, from_blocked, from_permuted, permuted_batch_bytes,
+from arena.nvfp4.layouts import (blocked_offset, ceil_div, from_blocked, from_permuted, permuted_batch_bytes,
                            to_blocked, to_permuted)
 
 shapes = st.tuples(st.integers(1, 300), st.integers(1, 20), st.integers(1, 3))   # rows, K/16, L

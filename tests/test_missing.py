@@ -1,4 +1,4 @@
-"""arena/missing.py: one plain line for a submission that cannot run here (no CuTe DSL, no CUDA GPU, not a
+"""arena/blackwell/missing.py: one plain line for a submission that cannot run here (no CuTe DSL, no CUDA GPU, not a
 Blackwell, a kernel built for another arch), and the CuTe DSL extra pinned to the competition's version."""
 import importlib
 import re
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from arena import missing
-from arena.missing import CUTE_DSL_INSTALL, explain_import_error
-from arena.results import CaseResult, mark_not_run
+from arena.blackwell import missing
+from arena.blackwell.missing import CUTE_DSL_INSTALL, explain_import_error
+from arena.report.results import CaseResult, mark_not_run
 from tests.evalrun import ROOT
 
 HOPPER, BLACKWELL = (9, 0), (10, 0)

@@ -92,7 +92,7 @@ def model_fp64(data) -> np.ndarray:
 
 @pytest.mark.parametrize("which", ["tests", "robustness"])
 def test_the_reference_agrees_with_an_fp64_model_within_the_tolerance(reference, which):
-    from arena.taskdef import load_task
+    from arena.taskdef.definition import load_task
     task = load_task(TASK)
     rtol, atol = task.tolerance["rtol"], task.tolerance["atol"]
     for case in task.cases(which):

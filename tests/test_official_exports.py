@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from arena import generators
+from arena.nvfp4 import generators
 from tests.evalrun import ROOT
 
 FOLDERS = {"nvfp4_gemm": Path(ROOT), **{name: Path(ROOT) / "tasks" / name

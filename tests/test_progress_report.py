@@ -1,4 +1,4 @@
-"""Live progress (arena/progress.py) and the visual report (arena/figures.py, arena/html_report.py), tested as a
+"""Live progress (arena/report/progress.py) and the visual report (arena/report/figures.py, arena/report/html_report.py), tested as a
 person meets them: eval.py as a real subprocess with stderr a pipe (plain lines) or a pseudo-terminal (the live
 line), the PNG files decoded pixel by pixel, and the HTML report rendered by headless Chromium."""
 import os
@@ -13,8 +13,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from arena import figures  # noqa: E402
-from arena.glyphs import strip_height  # noqa: E402
+from arena.report import figures  # noqa: E402
+from arena.report.glyphs import strip_height  # noqa: E402
 from tests.evalrun import run_eval, run_on_terminal, spec_file  # noqa: E402
 
 BROKEN = os.path.join(ROOT, "tests", "broken")
@@ -213,7 +213,7 @@ def test_a_report_or_plots_path_that_cannot_be_written_is_one_line_before_anythi
     ("def custom_kernel(data):\n    return data[0]\n", []),
 ])
 def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, source, names):
-    from arena.progress import extensions_built_by
+    from arena.report.progress import extensions_built_by
     path = tmp_path / "submission.py"
     path.write_text(source)
     assert extensions_built_by(str(path)) == names
@@ -222,7 +222,7 @@ def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, 
 def test_a_jit_submission_gets_the_build_allowance_on_each_case_first_call():
     from types import SimpleNamespace
 
-    from arena.modes import BUILD_ALLOWANCE_S, Evaluator
+    from arena.run.modes import BUILD_ALLOWANCE_S, Evaluator
     evaluator = object.__new__(Evaluator)
     evaluator.limits, evaluator.device = SimpleNamespace(case_timeout=None, emulated=False), "cpu"
     evaluator.builds, evaluator._answered, evaluator._seen_per_call = True, True, None

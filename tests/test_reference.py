@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import reference
-from arena.layouts import ceil_div, from_permuted
+from arena.nvfp4.layouts import ceil_div, from_permuted
 from tests.test_formats import e2m1_from_bits
 
 E2M1 = np.array([e2m1_from_bits(c) for c in range(16)])

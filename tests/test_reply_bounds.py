@@ -1,6 +1,6 @@
 """The parent survives any reply: every bound is checked before anything is parsed, mapped or copied, and a
-bad reply is one line (arena/worker/channel.py, arena/worker/tensorwire.py, arena/profile_table.py, arena/compile/sources.py,
-arena/specs.py). Each test sends what an exploit in tests/exploits/ sends."""
+bad reply is one line (arena/worker/channel.py, arena/worker/tensorwire.py, arena/report/profile_table.py, arena/compile/sources.py,
+arena/taskdef/specs.py). Each test sends what an exploit in tests/exploits/ sends."""
 import fcntl
 import os
 import socket
@@ -13,9 +13,9 @@ import torch
 
 from arena.worker import channel, tensorwire
 from arena.compile.sources import CompileError, find_sources
-from arena.profile_table import ProfileError, build_table
+from arena.report.profile_table import ProfileError, build_table
 from arena.worker.client import reply_bytes_limit
-from arena.specs import combine_seed
+from arena.taskdef.specs import combine_seed
 
 
 def _raw(body: bytes):
@@ -104,7 +104,7 @@ def test_the_secret_seed_is_not_recoverable_from_the_combined_seed():
 
 
 def test_timed_seeds_are_64_bit_and_fresh():
-    from arena.modes import fresh_seed
+    from arena.run.modes import fresh_seed
     seeds = {fresh_seed() for _ in range(1000)}
     assert len(seeds) == 1000 and max(seeds) > 2**62 and all(0 <= s < 2**64 for s in seeds)
     torch.manual_seed(max(seeds))           # torch takes every one of them
@@ -115,7 +115,7 @@ def test_a_workers_own_account_of_its_windows_cannot_break_the_case():
     for a float become None, never an exception in the parent."""
     from types import SimpleNamespace
 
-    from arena.modes import _window_row, median_phases
+    from arena.run.modes import _window_row, median_phases
     hostile = SimpleNamespace(elapsed_ns=2e6, fields={"phases_ns": [10**400, "x"], "host_ns": float("nan")})
     clean = SimpleNamespace(elapsed_ns=1e6, fields={"phases_ns": [True], "host_ns": "y"})
     assert _window_row(hostile, clean, 5e5) == [2000.0, 1000.0, 500.0, None, None, None, None]

@@ -118,7 +118,7 @@ def test_a_rerun_in_the_same_folder_uses_the_new_files(tmp_path):
     (tmp_path / "arena").mkdir()
     (tmp_path / "arena" / "__init__.py").write_text((Path(ROOT) / "arena" / "__init__.py").read_text())
     (tmp_path / "arena" / "specs.py").write_text("raise ImportError('stale')\n")
-    probe = "import arena.specs, sys; sys.exit(0 if hasattr(arena.specs, 'parse_spec_text') else 3)"
+    probe = "import arena.taskdef.specs, sys; sys.exit(0 if hasattr(arena.taskdef.specs, 'parse_spec_text') else 3)"
     code, _, output = run_program(["-c", probe], tmp_path)
     assert code == 0, output
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 import reference
-from arena import scaled_mm_emulation as sme
-from arena.emulation import scaled_gemm
-from arena.layouts import to_blocked
+from arena.nvfp4 import scaled_mm_emulation as sme
+from arena.nvfp4.emulation import scaled_gemm
+from arena.nvfp4.layouts import to_blocked
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from arena.specs import check_case
+from arena.taskdef.specs import check_case
 from tests.evalrun import ROOT, run_eval, spec_file
 
 GEMM = ROOT
@@ -68,7 +68,7 @@ def test_a_bad_task_yml_case_exits_113_naming_the_list_and_case(tmp_path):
 
 
 def test_the_shipped_case_lists_obey_their_rules():
-    from arena.taskdef import load_task
+    from arena.taskdef.definition import load_task
     for folder in (GEMM, GEMV, GROUP, f"{ROOT}/tasks/nvfp4_dual_gemm"):
         task = load_task(folder)
         assert task.config.get("case_rules"), folder

@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from arena import generators
-from arena.layouts import ceil_div, from_permuted, permuted_batch_bytes, to_blocked
-from arena.specs import parse_spec_line
-from arena.taskdef import load_task
+from arena.nvfp4 import generators
+from arena.nvfp4.layouts import ceil_div, from_permuted, permuted_batch_bytes, to_blocked
+from arena.taskdef.specs import parse_spec_line
+from arena.taskdef.definition import load_task
 from tests.evalrun import ROOT, run_eval, spec_file
 from tests.taskload import task_reference
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from arena import gpustate, timing
-from arena.taskdef import TaskError, load_task
+from arena.taskdef.definition import TaskError, load_task
 from tests.evalrun import GOOD, ROOT, run_eval, spec_file
 
 ONE = "m: 128; n: 256; k: 256; l: 1; seed: 1111\n"

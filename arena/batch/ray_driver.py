@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from arena.progress import PLAIN_EVERY_S
+from arena.report.progress import PLAIN_EVERY_S
 from arena.batch.jobs import (EXIT_NOT_JUDGED, RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
                          row_identity, row_key)
 

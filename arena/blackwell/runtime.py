@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from arena.results import CANNOT_JUDGE, CANNOT_JUDGE_HERE   # the words that count a case as not judged
+from arena.report.results import CANNOT_JUDGE, CANNOT_JUDGE_HERE   # the words that count a case as not judged
 
 ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
                 "instructions run in software on this Hopper GPU (correctness only: no times are reported)")
@@ -261,7 +261,7 @@ def cannot_judge(error: BaseException) -> str | None:
         return None
     pinned = _OTHER_DSL_PIN.search(_state.get("source", ""))
     if pinned and isinstance(error, (AttributeError, ImportError)) and re.search(r"\bcutlass\b|\bcute\b", text):
-        from arena.missing import CUTE_DSL_PIN
+        from arena.blackwell.missing import CUTE_DSL_PIN
         if pinned.group(1) != CUTE_DSL_PIN:
             return (f"{CANNOT_JUDGE_HERE}: the submission installs nvidia-cutlass-dsl=={pinned.group(1)} at import (the "
                     f"jail has no network) and CuTe DSL {CUTE_DSL_PIN} here lacks a name it uses: {first[:160]}")

@@ -2,7 +2,7 @@
 
 Used by the test/benchmark paths (on the parent's own data, after a failed check) and by `python eval.py
 diagnose` (which also runs probes). One job per module, imported one way (common <- anatomy <- hypotheses <-
-verdict <- probes); rendering lives in arena/report.py:
+verdict <- probes); rendering lives in arena/report/terminal.py:
 
 - common: tolerances, sizes, the Diagnosis type, formatting helpers.
 - anatomy: NaN/Inf and mismatch counts, untouched or all-zero output, a map of the wrong 128x128 tiles.

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena.checking import mismatch_mask
-from arena.layouts import ceil_div
+from arena.taskdef.checking import mismatch_mask
+from arena.nvfp4.layouts import ceil_div
 from arena.diagnose.common import ATOL, MAP_HEIGHT, MAP_WIDTH, RTOL, TILE, as_3d, fmt, index_pattern
 
 # ---- anatomy -----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from arena.checking import ReferenceCheck
+from arena.taskdef.checking import ReferenceCheck
 from arena.integrity import same_bits
 from arena.diagnose.common import ATOL, RTOL, Diagnosis
 from arena.diagnose.hypotheses import is_gemm_contract
@@ -18,7 +18,7 @@ from arena.diagnose.races import second_call
 
 def _inputs_of(data) -> list:
     """The tensors a correct kernel reads (everything but the pre-filled outputs)."""
-    from arena.nested import tensors_in
+    from arena.taskdef.nested import tensors_in
     if is_group_contract(data):
         return [t for abc in data[0] for t in abc[:2]] + [t for part in data[1:3] for pair in part for t in pair]
     return [t for _, t in tensors_in(data[:-1] if isinstance(data, (tuple, list)) else data)]
@@ -39,7 +39,7 @@ def prefilled_of(data):
 
 def _expected_from(reference, data, fresh):
     """The reference output for `data` (recomputed on a clone of the pristine inputs when we have them)."""
-    from arena.nested import clone_data
+    from arena.taskdef.nested import clone_data
     if fresh is not None and is_gemm_contract(data) and isinstance(fresh[6], torch.Tensor) \
             and not torch.equal(data[6], fresh[6]):
         return data[6]          # the reference wrote its result into the parent's c during the check
@@ -85,7 +85,7 @@ def explain_failure(reference, data, output, regenerate=None, rerun=None) -> Dia
         prefilled = prefilled_of(fresh) if fresh is not None else None
         repeat_lines = []
         if rerun is not None and fresh is not None:
-            from arena.nested import clone_data
+            from arena.taskdef.nested import clone_data
             race, repeat_lines = second_call(rerun, clone_data(fresh), output, expected, rtol, atol)
             if race is not None:
                 race.evidence.append(f"(diagnosis took {time.perf_counter() - started:.1f} s)")

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from arena.checking import mismatch_mask
-from arena.emulation import scaled_gemm
+from arena.taskdef.checking import mismatch_mask
+from arena.nvfp4.emulation import scaled_gemm
 from arena.diagnose.common import ATOL, EXACT, RTOL, Diagnosis
 from arena.diagnose.anatomy import anatomy
 from arena.diagnose.verdict import diagnose

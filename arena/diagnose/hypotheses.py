@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from arena.checking import mismatch_mask
-from arena.formats import BLOCK_SIZE, E2M1_VALUES, as_bytes, decode_e4m3, unpack_codes
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
+from arena.taskdef.checking import mismatch_mask
+from arena.nvfp4.formats import BLOCK_SIZE, E2M1_VALUES, as_bytes, decode_e4m3, unpack_codes
+from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
 from arena.diagnose.common import ATOL, RTOL, SAMPLE_ELEMENTS, fmt, index_pattern, work_dtype
 from arena.diagnose.readers import all_readers, distinct_readers
 

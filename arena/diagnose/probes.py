@@ -2,13 +2,11 @@
 maps that show which scale byte the kernel applied where, and a random case with its diagnosis."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
-from arena.formats import BLOCK_SIZE, decode_e4m3
+from arena.nvfp4.formats import BLOCK_SIZE, decode_e4m3
 from arena.integrity import differing_elements
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
+from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
 from arena.diagnose.common import fmt
 from arena.diagnose.anatomy import anatomy
 from arena.diagnose.hypotheses import LAYOUT_BUGS, is_gemm_contract, misread_scales
@@ -16,6 +14,7 @@ from arena.diagnose.groups import is_group_contract
 from arena.diagnose.explain import explain_failure
 from arena.diagnose.races import differing_tiles
 from arena.diagnose.scalemap import explain_map
+from arena.report.results import ProbeResult
 
 # ---- probes: structured inputs through the real worker ------------------------------------------------
 
@@ -58,14 +57,6 @@ def gemm_probe_input(a_codes, b_codes, sfa_values, sfb_values, device, pad_a: fl
     generator = torch.Generator().manual_seed(seed)
     c = torch.randn((l, m, n), generator=generator).to(torch.float16).to(device).permute(1, 2, 0)
     return fp4(a_codes), fp4(b_codes), sfa, sfb, sfa_perm, sfb_perm, c
-
-
-@dataclass
-class ProbeResult:
-    name: str
-    ok: bool
-    headline: str
-    lines: list = field(default_factory=list)
 
 
 def _call_with_unit_scales(call, name: str, codes_a, codes_b, device):
@@ -272,7 +263,7 @@ def _map_table(want_row, want_block, got_row, got_block, right, limit: int = 10)
 def probe_random(call, reference, args: dict, regenerate, name: str = "") -> ProbeResult:
     """The case itself, with the official random data (or a task's probe input): checked, and diagnosed when
     wrong."""
-    from arena.nested import clone_data
+    from arena.taskdef.nested import clone_data
     name = name or "random case (" + "; ".join(f"{k}: {v}" for k, v in args.items()) + ")"
     data = regenerate()
     try:
@@ -294,7 +285,7 @@ REPEAT_CALLS = 3             # identical calls compared bit for bit: a race rare
 
 def probe_repeat(call, regenerate) -> ProbeResult:
     """The same inputs (and the same pre-filled output) REPEAT_CALLS times: the results must agree bit for bit."""
-    from arena.nested import clone_data, tensors_in
+    from arena.taskdef.nested import clone_data, tensors_in
     name = f"repeat ({REPEAT_CALLS} calls, identical inputs)"
     data = regenerate()
     outputs = []
@@ -396,7 +387,7 @@ def diagnose_case(evaluator, index: int, case):
     Returns (CaseResult, [probe dicts]); the CaseResult passes when every probe does, and carries the
     first failing probe's headline as its diagnosis and every probe line as evidence.
     """
-    from arena.results import CaseResult
+    from arena.report.results import CaseResult
     from arena.worker.client import WorkerFailure
 
     calls = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from arena.checking import mismatch_mask
+from arena.taskdef.checking import mismatch_mask
 from arena.integrity import differing_elements
 from arena.diagnose.anatomy import tile_counts
 from arena.diagnose.common import TILE, Diagnosis, as_3d
@@ -33,7 +33,7 @@ def differing_tiles(diff: torch.Tensor, limit: int = 6) -> list[str]:
 
 
 def _tensors(output) -> list[torch.Tensor]:
-    from arena.nested import tensors_in
+    from arena.taskdef.nested import tensors_in
     return [t.detach() for _, t in tensors_in(output, "output")]
 
 

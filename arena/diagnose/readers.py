@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div
+from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div
 
 SIZES = {"r32": 32, "r4": 4, "c4": 4}                 # rm and kt take the tile counts RM and RK
 ROW_ORDER = ("rm", "r4", "r32")                      # r = rm * 128 + r4 * 32 + r32 (outermost first)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
+from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, TILE_BYTES, ceil_div
 
 ATOM_ROWS, GROUP_ROWS, ROW_BYTES = 32, 8, 16
 RIGHT_SBO = GROUP_ROWS * ROW_BYTES                 # 128 bytes from one 8-row group to the next

@@ -1,4 +1,4 @@
-"""Ending what an evaluation started, and nothing else (arena/evaluation.py, arena/worker/client.py).
+"""Ending what an evaluation started, and nothing else (arena/run/evaluation.py, arena/worker/client.py).
 
 The evaluator is a subreaper, so the worker's orphans come back to it; but it may also have had children
 before the evaluation began that are not its to end: a shell that runs `python eval.py ... 2> >(tee log)`

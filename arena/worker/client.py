@@ -20,9 +20,9 @@ import torch
 from arena import masking
 from arena.worker import channel, tensorwire
 from arena.isolation import cleanup, sandbox
-from arena.memory import oom_kills
-from arena.nested import copy_storages, tensors_in
-from arena.profile_table import ProfileError, build_table
+from arena.taskdef.memory import oom_kills
+from arena.taskdef.nested import copy_storages, tensors_in
+from arena.report.profile_table import ProfileError, build_table
 from arena.worker.messages import REPLY_NUMBER_LISTS, Hello, Request
 from arena.worker.spawn import Spawned, spawn_worker
 

@@ -29,7 +29,7 @@ def _first_line(error: BaseException) -> str:
 
 def _explained(error: BaseException, capability: tuple | None, submission: str = "", blackwell=None) -> str:
     """The plain cause when the error is a load_inline build that failed (named as `eval.py compile` names it,
-    arena/compile/diagnosis.py) or only means "this machine cannot run it" (arena/missing.py), else the error's
+    arena/compile/diagnosis.py) or only means "this machine cannot run it" (arena/blackwell/missing.py), else the error's
     own first line; the raw text stays in the traceback. `capability`: the GPU's, None on the CPU.
     `submission`: its path, while it is being imported (a build inside custom_kernel is named all the same).
     `blackwell`: arena.blackwell.runtime under --emulate-blackwell, which says what it cannot judge."""
@@ -40,7 +40,7 @@ def _explained(error: BaseException, capability: tuple | None, submission: str =
         return str(error).strip().splitlines()[0]
     cause = None
     try:
-        from arena import missing
+        from arena.blackwell import missing
         from arena.compile import load_inline_failure
         cause = load_inline_failure(error, submission)
         cause = cause or missing.explain_import_error(error, capability)
@@ -82,7 +82,7 @@ def require_plain(value, torch_tensor_type, depth: int = 0):
 class Session:
     def __init__(self, submission: str, task_folder: str, device: str, after_call=None):
         import torch
-        from arena.taskdef import add_task_paths
+        from arena.taskdef.definition import add_task_paths
         self.torch = torch
         self.device = device
         self.after_call = after_call        # --emulate-blackwell: raises what the emulated kernels did wrong
@@ -208,7 +208,7 @@ class Session:
         times and the digest of the outputs (they stay here until `collect`). The parent's clock runs from
         sending the key to reading this answer."""
         from arena import masking
-        from arena.nested import tensors_in
+        from arena.taskdef.nested import tensors_in
         if self.staged is None:
             raise RuntimeError("no staged inputs for this timed window")
         sums = []
@@ -348,7 +348,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         capability = tuple(torch.cuda.get_device_capability())
     emulation = None        # torch._scaled_mm with NVFP4 off Blackwell: emulated exactly
     try:
-        from arena import scaled_mm_emulation
+        from arena.nvfp4 import scaled_mm_emulation
         if scaled_mm_emulation.install(capability):
             emulation = scaled_mm_emulation
     except ImportError:

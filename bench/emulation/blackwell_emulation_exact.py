@@ -28,7 +28,7 @@ def main() -> int:
     import torch
 
     from arena.blackwell import runtime
-    from arena.taskdef import add_task_paths, load_task
+    from arena.taskdef.definition import add_task_paths, load_task
     task = load_task(args.task)
     reference = task.import_reference()
     cases = task.cases("tests") + (task.cases("benchmarks") if args.bench else [])

@@ -88,7 +88,7 @@ def spec_file(problem: str, judged_on: str, out: str) -> str:
     """A spec file of the task's tests and benchmarks (or one of them), in the competition's spec grammar."""
     import yaml
     sys.path.insert(0, ROOT)
-    from arena.specs import format_spec
+    from arena.taskdef.specs import format_spec
     with open(os.path.join(ROOT, TASKS[problem], "task.yml")) as f:
         task = yaml.safe_load(f)
     sets = ("benchmarks",) if judged_on == "benchmarks" else ("tests", "benchmarks")

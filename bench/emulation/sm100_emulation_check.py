@@ -161,7 +161,7 @@ def main() -> int:
             # Not exact in fp32 (fractional / wide-range scales): judge against the fp64 product instead.
             # Pass if no element of the kernel is further from the fp64 value than the reference is, plus
             # one fp16 ulp (accumulation order differs: blockwise-scaled sums vs one fp32 matmul).
-            from arena.emulation import scaled_gemm
+            from arena.nvfp4.emulation import scaled_gemm
             t64 = torch.stack([scaled_gemm(*(t[:, :, i].cpu() for t in data[:4])) for i in range(l)], -1)
             t64 = t64.to(torch.float64)
             ulp = torch.clamp(torch.abs(t64.to(torch.float16).to(torch.float64)), min=2.0 ** -14)

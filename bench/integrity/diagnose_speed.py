@@ -16,7 +16,7 @@ import torch  # noqa: E402
 
 import reference  # noqa: E402
 from arena.diagnose import hypotheses  # noqa: E402
-from arena.nested import clone_data  # noqa: E402
+from arena.taskdef.nested import clone_data  # noqa: E402
 
 DEFAULT = ["layout_view_k_order", "layout_view_rows_order", "layout_kgroup_swapped", "layout_rows_plain",
            "scales_ignored", "nibble_swap_a"]

@@ -21,7 +21,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference  # noqa: E402
 import submission  # noqa: E402
-from arena.formats import dequantize  # noqa: E402
+from arena.nvfp4.formats import dequantize  # noqa: E402
 from hopper_gemm import build_probe  # noqa: E402
 
 # (M, N, K, L, MB, C, G): MB = C = 0 takes the per-shape configuration (2:4 for the first shape, 1:2:2 and

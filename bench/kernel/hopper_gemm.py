@@ -34,7 +34,7 @@ import torch  # noqa: E402
 import reference  # noqa: E402
 import submission  # noqa: E402
 from arena import timing  # noqa: E402
-from arena.formats import dequantize  # noqa: E402
+from arena.nvfp4.formats import dequantize  # noqa: E402
 
 TESTS = [(128, 256, 256, 1), (128, 1536, 7168, 1), (128, 3072, 1536, 1), (256, 7168, 256, 1),
          (256, 7168, 2048, 1), (2304, 4608, 7168, 1), (384, 7168, 2304, 1), (512, 512, 7168, 1),

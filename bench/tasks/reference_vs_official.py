@@ -14,7 +14,7 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from arena.taskdef import add_task_paths  # noqa: E402
+from arena.taskdef.definition import add_task_paths  # noqa: E402
 
 CASES = {
     "nvfp4_gemm": (ROOT, [dict(m=128, n=256, k=256, l=1, seed=1111), dict(m=256, n=384, k=512, l=2, seed=7),
@@ -68,7 +68,7 @@ def fp64_check(task: str, ours, data) -> str:
     """Our reference output vs an fp64 GEMM on the GPU (gemm only: the other tasks are checked by their tests)."""
     if task != "nvfp4_gemm":
         return "-"
-    from arena.formats import dequantize
+    from arena.nvfp4.formats import dequantize
     a, b, sfa, sfb, _, _, c = data
     out = ours.ref_kernel(tuple(x.clone() for x in data))
     worst = 0

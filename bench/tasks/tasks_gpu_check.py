@@ -59,7 +59,7 @@ def device_placement(name: str) -> str:
     import torch
     folder, _ = TASKS[name]
     try:
-        from arena.taskdef import load_task
+        from arena.taskdef.definition import load_task
         args = load_task(folder).cases("tests")[0].args
         data = _load_reference(folder).generate_input(**args)
     except Exception as error:      # report, keep going with the other tasks

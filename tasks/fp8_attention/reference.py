@@ -23,8 +23,8 @@ import torch
 
 from task import input_t, output_t
 import attention_envelope
-from arena.checking import EnvelopeCheck
-from arena.tolerance import tolerance_beside
+from arena.taskdef.checking import EnvelopeCheck
+from arena.taskdef.tolerance import tolerance_beside
 
 E4M3_MAX = 448.0
 DISTRIBUTIONS = ("random", "uniform_q", "onehot_v", "large_scores")

@@ -10,7 +10,7 @@
   have M, N multiples of 128 and K of 256, so there is no padding;
 - c [M, N, L] float16, pre-filled with randn (the reference does not use it).
 On CUDA the random calls are the official generator's, in its order: a, b1, b2, c, sfa, sfb1, sfb2.
-Extra keyword `data`: "official" (default) or "quantized" (arena/generators.py); "allcodes" would overflow
+Extra keyword `data`: "official" (default) or "quantized" (arena/nvfp4/generators.py); "allcodes" would overflow
 fp16 in silu(x)·y and is not offered.
 
 `ref_kernel` returns a NEW tensor silu(A·B1ᵀ) * (A·B2ᵀ): both products in fp32 (torch._scaled_mm with
@@ -20,12 +20,12 @@ fp32, then one rounding to fp16. Rounding either product to fp16 first fails the
 import torch
 
 from task import input_t, output_t
-from arena import generators as gen
-from arena.checking import make_match_reference
-from arena.tolerance import tolerance_beside
-from arena.emulation import block_scaled_mm
-from arena.formats import BLOCK_SIZE
-from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
+from arena.nvfp4 import generators as gen
+from arena.taskdef.checking import make_match_reference
+from arena.taskdef.tolerance import tolerance_beside
+from arena.nvfp4.emulation import block_scaled_mm
+from arena.nvfp4.formats import BLOCK_SIZE
+from arena.nvfp4.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 
 sf_vec_size = BLOCK_SIZE    # the competition's names (submissions import them): sf_vec_size, ceil_div, to_blocked

@@ -8,18 +8,18 @@
       (32, 4, ceil(rows/128), 4, ceil(K/64), L) have random padding in {0, 1, 2};
 - c   [M, 1, L] float16, pre-filled with randn.
 On CUDA the random calls are the official generator's, in its order: a, b, c, sfa, sfa padding, sfb,
-sfb padding. Extra keyword `data`: "official" (default), "allcodes" or "quantized" (arena/generators.py).
+sfb padding. Extra keyword `data`: "official" (default), "allcodes" or "quantized" (arena/nvfp4/generators.py).
 `ref_kernel` writes c[:, 0, l] = A·b and returns c: torch._scaled_mm on sm_100+, exact emulation elsewhere.
 """
 import torch
 
 from task import input_t, output_t
-from arena import generators as gen
-from arena.checking import make_match_reference
-from arena.tolerance import tolerance_beside
-from arena.emulation import blackwell_scaled_mm, has_fp4_tensor_cores, scaled_gemm
-from arena.formats import BLOCK_SIZE
-from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
+from arena.nvfp4 import generators as gen
+from arena.taskdef.checking import make_match_reference
+from arena.taskdef.tolerance import tolerance_beside
+from arena.nvfp4.emulation import blackwell_scaled_mm, has_fp4_tensor_cores, scaled_gemm
+from arena.nvfp4.formats import BLOCK_SIZE
+from arena.nvfp4.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 sf_vec_size = BLOCK_SIZE    # the competition's names (submissions import them): sf_vec_size, ceil_div, to_blocked
 

@@ -21,12 +21,12 @@ The competition's helpers, which submissions import, have its names and behaviou
 import torch
 
 from task import input_t, output_t
-from arena import generators as gen
-from arena.checking import make_match_reference
-from arena.tolerance import tolerance_beside
-from arena.emulation import block_scaled_mm
-from arena.formats import BLOCK_SIZE
-from arena.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
+from arena.nvfp4 import generators as gen
+from arena.taskdef.checking import make_match_reference
+from arena.taskdef.tolerance import tolerance_beside
+from arena.nvfp4.emulation import block_scaled_mm
+from arena.nvfp4.formats import BLOCK_SIZE
+from arena.nvfp4.layouts import ceil_div, to_blocked as _blocked  # noqa: F401  (ceil_div: an official name)
 
 L = 1       # every group has one batch
 sf_vec_size = BLOCK_SIZE

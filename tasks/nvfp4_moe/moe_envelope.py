@@ -15,7 +15,7 @@ Used by reference.py (`check_implementation`); per expert with tokens it costs o
 """
 import torch
 
-from arena.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize
+from arena.nvfp4.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize
 
 NOISE = 2.0 ** -20          # relative noise of fp32 sums in any order, fast exp, reciprocal-multiply
 SCALE_NOISE = 2.0 ** -21    # relative noise of a kernel's own quantization arithmetic (amax/6/gs, x/scale)

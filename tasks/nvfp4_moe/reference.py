@@ -23,10 +23,10 @@ import torch
 
 import moe_envelope
 from task import input_t, output_t
-from arena.checking import EnvelopeCheck
-from arena.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize, pack_codes, quantize_nvfp4
-from arena.layouts import to_blocked
-from arena.tolerance import tolerance_beside
+from arena.taskdef.checking import EnvelopeCheck
+from arena.nvfp4.formats import BLOCK_SIZE, E2M1_MAX, E4M3_MAX, dequantize, pack_codes, quantize_nvfp4
+from arena.nvfp4.layouts import to_blocked
+from arena.taskdef.tolerance import tolerance_beside
 
 DISTRIBUTIONS = ("random", "uniform", "identity_routing", "single_expert", "ties", "repeated_ids")
 _TIES = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)     # e2m1 midpoints, then values

@@ -9,8 +9,8 @@ import html
 import os
 import re
 
-from arena import figures
-from arena.results import CaseResult, RunInfo, geomean_us
+from arena.report import figures
+from arena.report.results import CaseResult, RunInfo, geomean_us
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }

@@ -1,5 +1,5 @@
-"""What a run produces, shared by the evaluator (arena/modes.py), the diagnosis (arena/diagnose/) and the
-report (arena/report.py): one case's result, what the run as a whole saw, and the leaderboard's score."""
+"""What a run produces, shared by the evaluator (arena/run/modes.py), the diagnosis (arena/diagnose/) and the
+report (arena/report/terminal.py): one case's result, what the run as a whole saw, and the leaderboard's score."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from arena.timing import Stats
 
 
-# Errors that say the machine lacks what the case needs (arena/missing.py words them), or that the Blackwell
+# Errors that say the machine lacks what the case needs (arena/blackwell/missing.py words them), or that the Blackwell
 # emulation cannot judge the case (arena/blackwell/runtime.py's `cannot_judge`): the case is not judged here,
 # a status of its own, as pytest's skip.
 CANNOT_JUDGE = "cannot judge on this GPU"      # the emulation met what it does not model
@@ -51,7 +51,7 @@ class CaseResult:
     output: str = ""                                 # what the submission printed (control characters removed)
     timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
     # For --report / --plots only, never in the JSON: the pictures of a wrong output and the timed samples
-    figures: list = field(default_factory=list)      # arena.figures.ErrorFigure per batch or wrong group
+    figures: list = field(default_factory=list)      # arena.report.figures.ErrorFigure per batch or wrong group
     samples_ns: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -63,7 +63,7 @@ class CaseResult:
 
 @dataclass
 class RunInfo:
-    """The run as a whole (arena/evaluation.py fills it; eval.py adds the static checks' warnings)."""
+    """The run as a whole (arena/run/evaluation.py fills it; eval.py adds the static checks' warnings)."""
     machine: dict                                    # report.system_info(): Python, torch, the GPU or None
     wall_s: dict                                     # worker start, each case, total (seconds)
     integrity: dict | None = None                    # the hardening the parent and the worker applied
@@ -86,3 +86,13 @@ def geomean_us(results: list[CaseResult]) -> float | None:
     if not means or len(means) != len(results):
         return None
     return math.exp(sum(math.log(m) for m in means) / len(means))
+
+
+@dataclass
+class ProbeResult:
+    """One probe of `eval.py diagnose` (arena/diagnose/probes.py): did the submission pass it, in a line, and
+    the evidence."""
+    name: str
+    ok: bool
+    headline: str
+    lines: list = field(default_factory=list)

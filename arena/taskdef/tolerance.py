@@ -1,5 +1,5 @@
 """A task's tolerance, declared once in its task.yml (`tolerance: {rtol: ..., atol: ...}`): read by the task
-definition (arena/taskdef.py) and by the task's own reference.py, whose check_implementation uses it."""
+definition (arena/taskdef/definition.py) and by the task's own reference.py, whose check_implementation uses it."""
 from __future__ import annotations
 
 from pathlib import Path

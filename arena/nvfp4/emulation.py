@@ -10,8 +10,8 @@ import contextlib
 
 import torch
 
-from arena.formats import dequantize
-from arena.layouts import to_blocked
+from arena.nvfp4.formats import dequantize
+from arena.nvfp4.layouts import to_blocked
 
 
 def has_fp4_tensor_cores(device: torch.device) -> bool:

@@ -17,13 +17,13 @@ import torch
 
 from arena import gpustate, integrity, masking, timing
 from arena.isolation import sandbox
-from arena.checking import ReferenceCheck
-from arena.progress import Silent
-from arena.nested import tensors_in
-from arena.results import CaseResult
+from arena.taskdef.checking import ReferenceCheck
+from arena.report.progress import Silent
+from arena.taskdef.nested import tensors_in
+from arena.report.results import CaseResult
 from arena.parent_clock import ClockFloor, SpinSizer, window_spin_us
 from arena.worker.client import Reply, Window, Worker, WorkerFailure
-from arena.specs import Case
+from arena.taskdef.specs import Case
 
 WALL_CALLS = 5            # sync-to-sync calls per case, to compare with event time (side-stream check)
 
@@ -78,8 +78,8 @@ UNTOUCHED_CAUSES = ("; the kernel never ran, or wrote elsewhere, although CUDA r
 
 
 def _error_figures(reference, output, expected, regenerate) -> list:
-    """The heatmaps of a wrong output (arena/figures.py), with the pristine pre-filled c when it can be remade."""
-    from arena import figures
+    """The heatmaps of a wrong output (arena/report/figures.py), with the pristine pre-filled c when it can be remade."""
+    from arena.report import figures
     from arena.diagnose.explain import prefilled_of, tolerance_of
     from arena.diagnose.groups import group_label, is_group_contract
     fresh = regenerate() if regenerate is not None else None
@@ -237,7 +237,7 @@ class Evaluator:
         diagnosed is said to fail like it (a full diagnosis costs seconds to tens of seconds on a CPU, and the
         same kernel fails the same way on every shape); --diagnose-all diagnoses each in full."""
         from arena.diagnose import explain_failure, failure_pattern
-        from arena.nested import map_leaves
+        from arena.taskdef.nested import map_leaves
         output = map_leaves(output, lambda x: x.contiguous() if isinstance(x, torch.Tensor) else x)   # strided results too
         pattern = None if self.limits.diagnose_all else failure_pattern(output, self._expected, self.reference)
         if pattern is not None and pattern.key in self.patterns:

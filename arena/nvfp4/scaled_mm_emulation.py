@@ -4,7 +4,7 @@ The competition's reference, its gemv example and many submissions call
 `torch._scaled_mm(a, b.T, to_blocked(sfa), to_blocked(sfb), bias=None, out_dtype=torch.float16)` with
 float4_e2m1fn_x2 operands and e4m3 scales in the cuBLAS 128x4 blocked layout. cuBLAS runs that only on
 sm_100+. The worker calls `install()` before it imports the submission: `torch._scaled_mm` becomes a wrapper
-that checks NVFP4 calls as torch does and computes them exactly as the reference (arena/emulation.py) does,
+that checks NVFP4 calls as torch does and computes them exactly as the reference (arena/nvfp4/emulation.py) does,
 bit for bit; every other call goes to the original function unchanged.
 
 The computation is the custom op `nvfp4_arena::scaled_mm` with a fake implementation, so a submission that
@@ -17,9 +17,9 @@ from typing import Optional
 
 import torch
 
-from arena.emulation import scaled_gemm
-from arena.formats import BLOCK_SIZE
-from arena.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, from_blocked
+from arena.nvfp4.emulation import scaled_gemm
+from arena.nvfp4.formats import BLOCK_SIZE
+from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, from_blocked
 
 ANNOUNCEMENT = "emulated torch._scaled_mm: times are not comparable"
 FP4 = torch.float4_e2m1fn_x2
@@ -120,7 +120,7 @@ def _is_nvfp4(values: dict) -> bool:
 
 
 def _scaled_mm(*args, **kwargs):
-    """torch._scaled_mm, with NVFP4 calls emulated exactly (arena/scaled_mm_emulation.py)."""
+    """torch._scaled_mm, with NVFP4 calls emulated exactly (arena/nvfp4/scaled_mm_emulation.py)."""
     values = dict(zip(_PARAMS, args))
     values.update(kwargs)
     if not _is_nvfp4(values):

@@ -1,5 +1,5 @@
 """One evaluation run, from the trusted parent: harden it, start the worker, run each case of the mode, end every
-process the submission started. eval.py (the command line) calls `run_mode`; arena/modes.py holds what each
+process the submission started. eval.py (the command line) calls `run_mode`; arena/run/modes.py holds what each
 mode does with one case.
 """
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, replace
 
 from arena.isolation import cleanup, sandbox
-from arena.options import RunOptions
-from arena.progress import Progress, extensions_built_by, jit_kernels_in
+from arena.run.options import RunOptions
+from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
 
-CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clean_submission.py")
+CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clean_submission.py")
 
 
 def notice(message: str):
@@ -34,7 +34,7 @@ def _one_line(result) -> str:
 
 def _not_run(index, case, import_error, hang):
     """A case the run did not evaluate: the submission never imported, or an earlier case hung."""
-    from arena.results import CaseResult
+    from arena.report.results import CaseResult
     if import_error:
         return CaseResult(index=index, spec=case.spec, passed=False, error=str(import_error),
                           details=[import_error.traceback] if import_error.traceback else [])
@@ -61,7 +61,7 @@ def blackwell_emulation_problem(torch) -> str | None:
 
 def run_mode(task, options: RunOptions):
     """Run `options.mode` on `options.cases`: (results, reports, RunInfo). `options.timeout` None: each
-    request's limit fits its case (arena/modes.py auto_timeout). After a hang the other cases are not run
+    request's limit fits its case (arena/run/modes.py auto_timeout). After a hang the other cases are not run
     (`keep_going` runs them); SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped).
     `options.record(results)` is called after every case, so the caller can write what is finished before
     the run ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
@@ -92,21 +92,22 @@ class Launch:
     hardening: list
     clock: float
     early: object = None                    # arena.worker.spawn.Spawned
-    progress: object = None                 # arena.progress.Progress or Silent
+    progress: object = None                 # arena.report.progress.Progress or Silent
 
 
 def _run(task, options: RunOptions, launch: Launch):
     import torch
-    from arena.modes import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Evaluator, Limits
-    from arena.results import RunInfo, mark_not_run
-    from arena.report import system_info
+    from arena.run.modes import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Evaluator, Limits
+    from arena.report.results import RunInfo, mark_not_run
+    from arena.report.terminal import system_info
     from arena.worker.client import Worker, WorkerFailure
 
     # Everything the parent will ever run is imported (and rendered once) before the submission is: a
     # module loaded later could be one the submission rewrote.
-    from arena import diagnose, figures, html_report, report  # noqa: F401
+    from arena import diagnose  # noqa: F401
+    from arena.report import figures, html_report, terminal  # noqa: F401
     mode, progress, record = options.mode, launch.progress, options.record or (lambda results: None)
-    report.warm_up(mode)
+    terminal.warm_up(mode)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if options.emulate_blackwell and blackwell_emulation_problem(torch):
         raise EmulationUnavailable(blackwell_emulation_problem(torch))

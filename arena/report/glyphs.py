@@ -1,4 +1,4 @@
-"""Text for the report's PNG pictures (arena/figures.py), with no font file or plotting library: a 3 x 5 pixel
+"""Text for the report's PNG pictures (arena/report/figures.py), with no font file or plotting library: a 3 x 5 pixel
 font of digits, letters (drawn as capitals) and a little punctuation, scaled by whole pixels."""
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from arena.specs import Case, check_case, format_spec
-from arena.tolerance import ToleranceError, parse_tolerance
+from arena.taskdef.specs import Case, check_case, format_spec
+from arena.taskdef.tolerance import ToleranceError, parse_tolerance
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 CASE_SETS = ("tests", "benchmarks", "robustness")
 
 

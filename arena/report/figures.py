@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from arena.glyphs import draw_text, text_width, titled
+from arena.report.glyphs import draw_text, text_width, titled
 
 ERROR_TITLE_LINES, REFERENCE_TITLE_LINES = 3, 2     # the text above a heatmap in --plots (strip_height)
 

@@ -11,8 +11,8 @@ import subprocess
 import torch
 from rich.markup import escape
 
-from arena.diagnose.probes import ProbeResult
-from arena.results import CaseResult, RunInfo, geomean_us, not_judged_words
+from arena.report.results import ProbeResult
+from arena.report.results import CaseResult, RunInfo, geomean_us, not_judged_words
 
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
@@ -117,7 +117,7 @@ def json_doc(mode: str, task: str, submission: str, results: list[CaseResult], i
 
 def write_json(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo | None,
                reports: dict | None = None, cases_total: int | None = None):
-    from arena.outputs import write_json_atomically
+    from arena.report.outputs import write_json_atomically
     write_json_atomically(path, json_doc(mode, task, submission, results, info, reports, cases_total))
 
 

@@ -2,7 +2,7 @@
 
 Each function makes exactly the random calls its docstring names, on the device it is given, so a task
 that calls them in the competition's order gets, on CUDA, the same tensors from the same seed as the
-official generator. Layout facts (shapes, strides, the permuted 128x4 view) are in arena/layouts.py.
+official generator. Layout facts (shapes, strides, the permuted 128x4 view) are in arena/nvfp4/layouts.py.
 
 Besides the competition's distributions there are two of our own for robustness runs:
 - "allcodes": every fp4 code on both nibbles and e4m3 scales 0x01..0x57 (subnormals up to 15);
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from arena.formats import BLOCK_SIZE, quantize_nvfp4
-from arena.layouts import ROWS_PER_TILE, COLS_PER_TILE, ceil_div, to_permuted
+from arena.nvfp4.formats import BLOCK_SIZE, quantize_nvfp4
+from arena.nvfp4.layouts import ROWS_PER_TILE, COLS_PER_TILE, ceil_div, to_permuted
 
 DISTRIBUTIONS = ("official", "allcodes", "quantized")
 # Keep each nibble's sign bit and two low bits: codes {0-3, 8-11} = {0, ±0.5, ±1, ±1.5} (dual and group gemm).

@@ -1,0 +1,1 @@
+"""The NVFP4 data itself: formats.py (e2m1 and e4m3 values), layouts.py (the scale factors' blocked layout), generators.py (the inputs of a case), emulation.py (the exact block-scaled GEMM anywhere), scaled_mm_emulation.py (torch._scaled_mm with NVFP4 off Blackwell)."""

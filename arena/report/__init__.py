@@ -1,0 +1,1 @@
+"""What a run shows and keeps: results.py (a case's result, the run's), terminal.py (POPCORN lines, the terminal report, JSON), html_report.py with figures.py and glyphs.py (the HTML page and its pictures), progress.py (live progress on stderr), profile_table.py, outputs.py (the files a run writes)."""

@@ -1,0 +1,1 @@
+"""One evaluation run in the trusted parent: options.py (what was asked, typed), evaluation.py (start the worker, run each case, end what was started), modes.py (what each mode does with one case)."""

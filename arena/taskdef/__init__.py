@@ -1,0 +1,1 @@
+"""A task: definition.py (task.yml read and checked), specs.py (the spec grammar of cases), checking.py (an output against the reference), tolerance.py, memory.py (what a case needs and the machine has)."""
