@@ -404,7 +404,7 @@ def evaluate(mode: str, given: dict):
             fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
         if not specfile and not only:
             options = replace(options, cases=tuple(diagnose_default(task, options, case_set or "tests")))
-    from arena import static_checks
+    from arena.audit import static_checks
     static = static_checks.scan(submission, task.name)
     other = task_named_elsewhere(submission, task)
     if other:

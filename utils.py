@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from arena.taskdef.checking import make_match_reference, match_reference, verbose_allclose, verbose_allequal  # noqa: F401
-from arena.timing import clear_l2_cache  # noqa: F401  (flush sized from the GPU's real L2)
+from arena.clock.timing import clear_l2_cache  # noqa: F401  (flush sized from the GPU's real L2)
 
 
 def set_seed(seed=42):

@@ -1,4 +1,4 @@
-"""Unit tests of arena/integrity.py and arena/static_checks.py (fast, CPU, no eval.py subprocess except the
+"""Unit tests of arena/audit/integrity.py and arena/audit/static_checks.py (fast, CPU, no eval.py subprocess except the
 re-exec test, which must be a real process)."""
 import os
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from arena import integrity, static_checks
+from arena.audit import integrity, static_checks
 from tests.evalrun import ROOT
 
 
@@ -29,7 +29,7 @@ from tests.evalrun import ROOT
     ("ctypes-cuda", "lib = ctypes.CDLL('libcudart.so')"),
     ("harness-patch", "time.perf_counter = fake"),
     ("harness-patch", "torch.cuda.Event.elapsed_time = lambda s, e: 0.001"),
-    ("harness-patch", "import arena.timing"),
+    ("harness-patch", "import arena.clock.timing"),
     ("threads", "threading.Thread(target=f).start()"),
     ("environment", "seed = os.environ['POPCORN_SEED']"),
     ("event-timing-off", "e = torch.cuda.Event(enable_timing=False)"),
@@ -175,20 +175,20 @@ def test_guard_names_a_replaced_timer_and_is_quiet_otherwise():
 
 
 def test_deep_guard_sees_code_defaults_and_module_globals_swapped_in_place():
-    from arena import timing
+    from arena.clock import timing
     guard = integrity.HarnessGuard()
     guard.check("now", deep=True)
     code, defaults = integrity.time_calls_drain.__code__, integrity.time_calls_drain.__defaults__
     try:
         integrity.time_calls_drain.__defaults__ = (lambda: 0,)
-        assert "arena.integrity.time_calls_drain.__code__" in guard.violations(deep=True)
+        assert "arena.audit.integrity.time_calls_drain.__code__" in guard.violations(deep=True)
         assert guard.violations(deep=False) == []          # identity alone cannot see it
     finally:
         integrity.time_calls_drain.__defaults__ = defaults
     real_time = timing.time
     try:
         timing.time = object()
-        assert "arena.timing.time" in guard.violations(deep=True)
+        assert "arena.clock.timing.time" in guard.violations(deep=True)
     finally:
         timing.time = real_time
     assert integrity.time_calls_drain.__code__ is code and guard.violations(deep=True) == []
@@ -219,7 +219,7 @@ def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
 def test_every_guarded_name_resolves():
     """GUARDED names harness internals by string: a rename would silently drop its guard."""
     import importlib
-    for module in ("arena.timing", "arena.worker.server", "arena.integrity", "arena.worker.channel", "arena.worker.tensorwire",
+    for module in ("arena.clock.timing", "arena.worker.server", "arena.audit.integrity", "arena.worker.channel", "arena.worker.tensorwire",
                    "socket", "json", "time"):
         importlib.import_module(module)
     missing = [path for path in integrity.GUARDED if not integrity._resolve(path)[0]]
@@ -230,7 +230,7 @@ def test_every_guarded_name_resolves():
 
 def test_differing_elements_compares_bits_per_element():
     import torch
-    from arena.integrity import differing_elements
+    from arena.audit.integrity import differing_elements
     a = torch.tensor([[1.0, float("nan")], [-0.0, 2.0]], dtype=torch.float16)
     b = a.clone()
     assert not differing_elements(a, b).any()                 # NaN equals itself by bits

@@ -1,10 +1,10 @@
-"""The parent's clock under the ranked figure (arena/parent_clock.py) and the masked window it rests on
-(arena/masking.py): forged totals are refused, honest ones pass, the keystream hides and restores inputs, the
+"""The parent's clock under the ranked figure (arena/clock/parent_clock.py) and the masked window it rests on
+(arena/clock/masking.py): forged totals are refused, honest ones pass, the keystream hides and restores inputs, the
 digest needs every output bit."""
 import torch
 
-from arena import masking
-from arena.parent_clock import SPIN_CAP_US, SPIN_FLOOR_US, ClockFloor, window_spin_us
+from arena.clock import masking
+from arena.clock.parent_clock import SPIN_CAP_US, SPIN_FLOOR_US, ClockFloor, window_spin_us
 
 
 def _floor(device: str, reported_share: float, windows: int = 20, window_ns: float = 1e6,

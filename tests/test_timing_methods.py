@@ -1,4 +1,4 @@
-"""The two timing methods (arena/timing.py): the competition's (N distinct inputs back to back per sample, the
+"""The two timing methods (arena/clock/timing.py): the competition's (N distinct inputs back to back per sample, the
 span divided by N) and per-call; which one a task uses, what the JSON says, and that replays stay caught."""
 import json
 import time
@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from arena import gpustate, timing
+from arena.clock import gpustate, timing
 from arena.taskdef.definition import TaskError, load_task
 from tests.evalrun import GOOD, ROOT, run_eval, spec_file
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from arena.timing import Stats
+from arena.clock.timing import Stats
 
 
 # Errors that say the machine lacks what the case needs (arena/blackwell/missing.py words them), or that the Blackwell

@@ -302,7 +302,7 @@ def warm_up(mode: str):
     json load lazily is loaded now: the parent must import nothing once the submission runs."""
     import io
     from rich.console import Console
-    from arena import timing
+    from arena.clock import timing
     stats = timing.summarize([1000.0, 1100.0, 1200.0])
     fake = [CaseResult(index=0, spec="m: 1", passed=True, message="ok", stats=stats, sol_us=1.0, output="x"),
             CaseResult(index=1, spec="m: 2", passed=False, error="wrong ✘ µ ±", details=["ERROR AT (0, 0)"],

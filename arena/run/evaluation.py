@@ -13,7 +13,7 @@ from arena.isolation import cleanup, sandbox
 from arena.run.options import RunOptions
 from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
 
-CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clean_submission.py")
+CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clock", "clean_submission.py")
 
 
 def notice(message: str):

@@ -15,13 +15,14 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from arena import gpustate, integrity, masking, timing
+from arena.clock import gpustate, masking, timing
+from arena.audit import integrity
 from arena.isolation import sandbox
 from arena.taskdef.checking import ReferenceCheck
 from arena.report.progress import Silent
 from arena.taskdef.nested import tensors_in
 from arena.report.results import CaseResult
-from arena.parent_clock import ClockFloor, SpinSizer, window_spin_us
+from arena.clock.parent_clock import ClockFloor, SpinSizer, window_spin_us
 from arena.worker.client import Reply, Window, Worker, WorkerFailure
 from arena.taskdef.specs import Case
 
@@ -105,12 +106,12 @@ class Evaluator:
         self._expected = None                     # the reference's output at the last check
         self.patterns: dict = {}                  # pattern of wrong elements -> the case diagnosed in full for it
         self.worker = worker
-        self.clean = clean                        # imports arena/clean_submission.py: the clock baseline
+        self.clean = clean                        # imports arena/clock/clean_submission.py: the clock baseline
         self.device = device
         self.limits = limits
-        self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/integrity.py)
+        self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/audit/integrity.py)
         self._clean_staged = False
-        self.spin_sizer = SpinSizer()             # the GPU's work ahead of each window (arena/parent_clock.py)
+        self.spin_sizer = SpinSizer()             # the GPU's work ahead of each window (arena/clock/parent_clock.py)
         self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
         self.threads_seen = 0
         self.gpu = gpustate.GpuMonitor.open(torch.cuda.current_device()) if device == "cuda" else None
@@ -443,7 +444,7 @@ class Evaluator:
 
     def _clean_window(self, originals: list, together: bool, spin: int, outputs: list) -> Window:
         """The same window in the clean worker around an empty call, digesting as many bytes as the
-        submission's outputs, laid out as they are: the parent's clock baseline (arena/parent_clock.py). Its
+        submission's outputs, laid out as they are: the parent's clock baseline (arena/clock/parent_clock.py). Its
         inputs are staged once per case (it computes nothing from them)."""
         clean = self._clean_worker()
         layouts = [masking.layout_of(t) for o in outputs for _, t in tensors_in(o)]
@@ -542,7 +543,7 @@ def fresh_seed() -> int:
 
 
 def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]:
-    """Flags for times that cannot be honest (arena/integrity.py timing_flags): faster than the B200 speed of
+    """Flags for times that cannot be honest (arena/audit/integrity.py timing_flags): faster than the B200 speed of
     light, the GPU still busy long after the call returned (work escaping the timed stream), or many calls
     no longer than an empty timed window (super-batch / replay)."""
     if not result.stats:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from arena import masking
+from arena.clock import masking
 from arena.worker import channel, tensorwire
 from arena.isolation import cleanup, sandbox
 from arena.taskdef.memory import oom_kills
@@ -218,7 +218,7 @@ class Worker:
 
     def _send_inputs(self, inputs: list, mask_key: int | None = None) -> tuple[dict, list[int], list]:
         """Encode the inputs for the worker; (body, descriptors, the parent's view of what was sent). With
-        `mask_key`, the bytes travel with its keystream added (arena/masking.py): a timed window's staging."""
+        `mask_key`, the bytes travel with its keystream added (arena/clock/masking.py): a timed window's staging."""
         if self.device == "cuda":
             sent = copy_storages(inputs)          # ours: outputs written into a sent storage are rebuilt here
             if mask_key is not None:

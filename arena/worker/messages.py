@@ -9,7 +9,7 @@ import. On the wire each is a JSON object (arena/worker/channel.py) with tensors
     parent -> worker   Request(op, args, data)                     one per request, until the socket closes
     worker -> parent   a reply: outputs as "data", REPLY_NUMBER_LISTS, "digest", "threads", "notices", or "error"
 
-A timed window is three requests: "stage" (the inputs, masked: arena/masking.py), "go" (the key; the reply
+A timed window is three requests: "stage" (the inputs, masked: arena/clock/masking.py), "go" (the key; the reply
 holds the times and the outputs' digest, and the parent's clock runs from sending it to reading the reply),
 "collect" (the outputs).
 """

@@ -97,7 +97,8 @@ class Session:
         self.staged_pointers: dict = {}
         self.scratch: list = []
         import threading
-        from arena import integrity, masking, timing  # noqa: F401
+        from arena.audit import integrity  # noqa: F401
+        from arena.clock import masking, timing  # noqa: F401
         self.guard = integrity.HarnessGuard()      # before the submission can touch anything
         self.threads_before = _foreign_threads(threading)
         kernel = self._import(submission)
@@ -163,9 +164,9 @@ class Session:
         the same loop around a call that does nothing (the clean worker's window). With `together`, the
         competition's method: all inputs back to back in one window, one sample. `spin`: the size of the
         matrix product the GPU works on ahead of each window while the host enqueues it, set by the parent
-        (arena/parent_clock.py). `prepare()` and `finish(outputs)`: enqueued ahead of the first call and
-        behind the last (arena/timing.py). The reply's `host_ns`: the host's time enqueuing it all."""
-        from arena import timing
+        (arena/clock/parent_clock.py). `prepare()` and `finish(outputs)`: enqueued ahead of the first call and
+        behind the last (arena/clock/timing.py). The reply's `host_ns`: the host's time enqueuing it all."""
+        from arena.clock import timing
         hooks = {"prepare": prepare, "finish": finish}
         if together:
             # The guard costs ~9 us of host time: after each call it would land in every call of a host-bound
@@ -187,11 +188,11 @@ class Session:
         return {"outputs": [] if empty else outputs, "times_ns": times, "host_ns": host}
 
     def stage(self, inputs: list, digest_like: list | None = None, spin: int = 0) -> dict:
-        """Keep a timed window's inputs, still masked (arena/masking.py): nothing can be computed from them
+        """Keep a timed window's inputs, still masked (arena/clock/masking.py): nothing can be computed from them
         until `go` brings the key. `digest_like`: the clean worker's scratch, laid out as the submission's
         outputs and digested in their place. `spin`: the size of the window's work ahead, prepared here with
         the kernels the window launches, so the window's host time is its own."""
-        from arena import masking, timing
+        from arena.clock import masking, timing
         if digest_like:
             self.scratch = masking.scratch_like(digest_like, self.device)
         masking.warm_up(self.device)
@@ -207,7 +208,7 @@ class Session:
         """The timed window on the staged inputs: unmask them with `key`, time the calls, and answer with the
         times and the digest of the outputs (they stay here until `collect`). The parent's clock runs from
         sending the key to reading this answer."""
-        from arena import masking
+        from arena.clock import masking
         from arena.taskdef.nested import tensors_in
         if self.staged is None:
             raise RuntimeError("no staged inputs for this timed window")
@@ -246,7 +247,7 @@ class Session:
 
     def wall(self, inputs: list) -> dict:
         """Sync-to-sync wall-clock calls that also measure the drain (side-stream check)."""
-        from arena import integrity
+        from arena.audit import integrity
         outputs, wall, drain = integrity.time_calls_drain(self.custom_kernel, inputs, self._sync)
         return {"outputs": outputs, "wall_ns": wall, "drain_ns": drain,
                 "sync_ns": integrity.sync_latency_ns(self._sync)}
@@ -335,7 +336,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
     `warnings` (the worker's own, such as cores it could not lock) go out with the ready message."""
     import threading
 
-    from arena import integrity
+    from arena.audit import integrity
     from arena.worker import channel, tensorwire
     from arena.worker.messages import OPS, Hello, Request
     channel.send(sock, {"started": True})

@@ -8,7 +8,7 @@ samples, guard blinded) runs `leaderboard` (it must fail with exit 112 and say w
 would have shown, and whether it was marked untrusted), beside the honest PyTorch submission they all wrap.
 `honest`: the shipped kernel and the PyTorch reference alternate through `leaderboard` over task.yml's
 benchmarks; a run that fails is a false alarm. Both print, per case, the worker's reported mean beside the
-parent's own clock per call (arena/parent_clock.py): their ratio is the margin a forgery would have.
+parent's own clock per call (arena/clock/parent_clock.py): their ratio is the margin a forgery would have.
 """
 from __future__ import annotations
 

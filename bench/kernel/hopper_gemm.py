@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 import reference  # noqa: E402
 import submission  # noqa: E402
-from arena import timing  # noqa: E402
+from arena.clock import timing  # noqa: E402
 from arena.nvfp4.formats import dequantize  # noqa: E402
 
 TESTS = [(128, 256, 256, 1), (128, 1536, 7168, 1), (128, 3072, 1536, 1), (256, 7168, 256, 1),
@@ -109,7 +109,7 @@ def run_checks(quick):
 
 def bench(fn, reps, warmup=3):
     """Median µs of `reps` calls, each with a cold L2 and the GPU kept busy ahead of the host (the
-    evaluator's per-call method: arena.timing.time_calls_gpu)."""
+    evaluator's per-call method: arena.clock.timing.time_calls_gpu)."""
     for _ in range(warmup):
         fn()
     _, times_ns = timing.time_calls_gpu(lambda _: fn(), [None] * reps, spin_us=SPIN_US)

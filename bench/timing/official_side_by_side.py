@@ -27,7 +27,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from arena.gpustate import GpuMonitor, reason_names  # noqa: E402
+from arena.clock.gpustate import GpuMonitor, reason_names  # noqa: E402
 from tests.evalrun import run_eval  # noqa: E402
 
 

@@ -9,8 +9,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from arena import timing
-from arena.parent_clock import SpinSizer  # noqa: E402
+from arena.clock import timing
+from arena.clock.parent_clock import SpinSizer  # noqa: E402
 
 
 def event_median(enqueue, repeats=200) -> float:

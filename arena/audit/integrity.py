@@ -31,13 +31,13 @@ GUARDED = (
     "torch.Tensor", "torch.Tensor.zero_", "torch.Tensor.clone", "torch.Tensor.untyped_storage",
     "torch.Tensor.__torch_function__", "torch.Tensor.__torch_dispatch__", "torch.empty", "torch.frombuffer",
     "torch.as_tensor",
-    "arena.timing.time_calls_gpu", "arena.timing.time_calls_wall", "arena.timing.time_together_gpu",
-    "arena.timing.time_together_wall", "arena.timing.busy_spin",
-    "arena.timing.l2_flush_buffer", "arena.timing.clear_l2_cache",
+    "arena.clock.timing.time_calls_gpu", "arena.clock.timing.time_calls_wall", "arena.clock.timing.time_together_gpu",
+    "arena.clock.timing.time_together_wall", "arena.clock.timing.busy_spin",
+    "arena.clock.timing.l2_flush_buffer", "arena.clock.timing.clear_l2_cache",
     "arena.worker.server.Session", "arena.worker.server.Session.run", "arena.worker.server.Session.time", "arena.worker.server.Session.wall",
     "arena.worker.server.Session.profile", "arena.worker.server.Session._sync", "arena.worker.server._first_line",
     "arena.worker.server.require_plain", "arena.worker.server._foreign_threads", "arena.worker.server.serve",
-    "arena.integrity.time_calls_drain", "arena.integrity.sync_latency_ns", "arena.integrity.find_violations",
+    "arena.audit.integrity.time_calls_drain", "arena.audit.integrity.sync_latency_ns", "arena.audit.integrity.find_violations",
     "arena.worker.channel.send", "arena.worker.channel.receive", "arena.worker.channel._read_exactly", "arena.worker.channel.json",
     "arena.worker.tensorwire.Encoder", "arena.worker.tensorwire.Decoder", "arena.worker.tensorwire.encode",
     "arena.worker.tensorwire._write_memfd",
@@ -45,8 +45,8 @@ GUARDED = (
 )
 
 # Modules whose every global, function code object and defaults are compared after every request.
-DEEP_MODULES = ("arena.timing", "arena.worker.server", "arena.integrity", "arena.worker.channel", "arena.worker.tensorwire",
-                "arena.worker.messages", "arena.masking", "json", "json.encoder", "json.decoder", "time")
+DEEP_MODULES = ("arena.clock.timing", "arena.worker.server", "arena.audit.integrity", "arena.worker.channel", "arena.worker.tensorwire",
+                "arena.worker.messages", "arena.clock.masking", "json", "json.encoder", "json.decoder", "time")
 
 
 def _resolve(path: str):
@@ -81,7 +81,7 @@ class HarnessGuard:
 
     def __init__(self, paths=GUARDED):
         self.modules = {name: sys.modules.get(name) for name in
-                        ("time", "torch", "torch.cuda", "arena.timing", "arena.worker.server", "arena.integrity",
+                        ("time", "torch", "torch.cuda", "arena.clock.timing", "arena.worker.server", "arena.audit.integrity",
                          "multiprocessing.connection")}
         self.saved = {}
         self.links = []         # (dotted path, container, attribute name, object): every step of every path

@@ -6,7 +6,7 @@ Two methods (docs/timing.md):
   dual gemm, 15 for group gemm, 1 for gemv). A fixed per-call latency is paid once per sample, not per call.
 - "per-call": one sample is one call alone on a fresh input with a cold L2.
 In both, before the timed window the harness enqueues an L2 flush (a write over 2x the real L2) and a matrix
-product long enough for the host to enqueue the whole window behind it (arena/parent_clock.py sizes it); the
+product long enough for the host to enqueue the whole window behind it (arena/clock/parent_clock.py sizes it); the
 start event is recorded after it, so the GPU never waits for the host inside the timed window.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def prepare_spin(size: int):
 
 def busy_spin(size: int):
     """Keep the GPU working while the host enqueues the timed window: one size x size bf16 matrix product,
-    the parent's choice (arena/parent_clock.py spin_size). Work, not an idle wait: a submission's work on
+    the parent's choice (arena/clock/parent_clock.py spin_size). Work, not an idle wait: a submission's work on
     another stream meanwhile would have to share the GPU with it and lengthen it, so the parent's clock
     still sees that work (torch.cuda._sleep leaves the GPU idle, and anything could run there unseen)."""
     if size <= 0:

@@ -39,7 +39,7 @@ def window_spin_us(host_ns: float | None, calls_before: int, calls: int, togethe
     enqueue the window behind that work, so the events time the GPU alone, as the competition's harness does
     behind its long flush. `host_ns`: the host's time enqueuing the previous window of `calls_before` calls, as
     the worker reported it. The claim cannot buy the submission time: the wait is a matrix product in both
-    workers (arena/timing.py busy_spin), not an idle GPU, so its own work on another stream meanwhile
+    workers (arena/clock/timing.py busy_spin), not an idle GPU, so its own work on another stream meanwhile
     lengthens it and the parent's clock sees that."""
     per_call_us = max(host_ns or 0.0, 0.0) / 1e3 / max(calls_before, 1)
     head_start = per_call_us * (calls if together else 1)
