@@ -31,70 +31,24 @@ def fail_setup(message: str, code: int):
 
 
 def read_cases(task_dir, specfile, case_set):
-    """(task, cases, the spec file's text or None): SPECFILE's cases, checked against the task's rules, else the
-    task's `case_set`; a missing or broken one is one line and exit 113."""
-    from arena.taskdef.specs import SpecError, parse_spec_text
-    from arena.taskdef.definition import TaskError, load_task
-    if task_dir and not os.path.isdir(task_dir):
-        fail_setup(f"no task folder {task_dir} (--task takes a folder holding task.yml)", EXIT_USAGE)
+    """(task, cases, the spec file's text or None), as arena/run/plan.py reads them; a refusal is one line and
+    its exit code."""
+    from arena.run.plan import PlanError
+    from arena.run.plan import read_cases as planned_cases
     try:
-        task = load_task(task_dir)
-        if not specfile:
-            return task, task.cases(case_set), None
-        try:
-            with open(specfile, "rb") as f:
-                raw = f.read()
-        except OSError as error:
-            fail_setup(f"cannot read spec file {specfile}: {error.strerror}", EXIT_SPEC)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            line = raw[:error.start].count(b"\n") + 1
-            fail_setup(f"spec file {specfile} is not UTF-8 text (byte 0x{raw[error.start]:02x} on line {line})",
-                       EXIT_SPEC)
-        cases = parse_spec_text(text)
-        if not cases:
-            fail_setup(f"spec file {specfile} holds no cases", EXIT_SPEC)
-        task.check_cases(cases, f"spec file {specfile}")
-        return task, cases, text
-    except (SpecError, TaskError) as error:
-        fail_setup(str(error), EXIT_SPEC)
-
-
-def check_memory(task, indexed):
-    """Each case's memory (task.yml `memory_bytes`) against what this machine has available, before anything
-    is generated: a case that cannot fit is one line and exit 113, not the out-of-memory killer minutes later."""
-    from arena.taskdef.memory import EstimateError, available_bytes, estimate_bytes, gib
-    expression, available = task.config.get("memory_bytes"), available_bytes()
-    if not expression or available is None:
-        return
-    for index, case in indexed:
-        try:
-            need = estimate_bytes(expression, case.args)
-        except EstimateError as error:
-            fail_setup(f"{task.folder / 'task.yml'}: {error}", EXIT_SPEC)
-        if need > available:
-            fail_setup(f"case {index} ({case.spec}) needs about {gib(need)} of memory; this machine has "
-                       f"{gib(available)} available", EXIT_SPEC)
-
-
-def check_device(task, case_set: str, specfile):
-    """A case set task.yml marks `gpu_only_sets` (cases whose inputs alone take minutes to make on a CPU)
-    is refused up front without a GPU: one line naming what runs instead."""
-    from arena.report.progress import gpu_present
-    if specfile or case_set not in (task.config.get("gpu_only_sets") or []) or gpu_present():
-        return
-    fail_setup(f"{task.name}'s {case_set} need a CUDA GPU (their inputs alone take minutes to make on a CPU): "
-               f"on a CPU, use --set tests (or a spec file of smaller cases)", EXIT_SPEC)
+        return planned_cases(task_dir, specfile, case_set)
+    except PlanError as error:
+        fail_setup(str(error), error.code)
 
 
 def check_output_paths(*outputs):
     """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
-    from arena.report.outputs import path_problem
-    for path, what, folder in outputs:
-        problem = path_problem(path, what, folder) if path else None
-        if problem:
-            fail_setup(problem, EXIT_USAGE)
+    from arena.run.plan import PlanError
+    from arena.run.plan import check_output_paths as planned_paths
+    try:
+        planned_paths(*outputs)
+    except PlanError as error:
+        fail_setup(str(error), error.code)
 
 
 def with_options(*options):
@@ -363,47 +317,20 @@ def evaluate(mode: str, given: dict):
     """Run `mode` as the command line `given` asks (click's values): choose the cases, build the run's
     RunOptions once, run, and report: POPCORN lines on POPCORN_FD, else a table (and JSON)."""
     from arena.run.evaluation import EmulationUnavailable, run_mode
-    from arena.run.options import RunOptions
-    from arena.taskdef.specs import apply_secret_seed
+    from arena.run.plan import PlanError, plan_run
     from arena.taskdef.definition import TaskError, task_named_elsewhere
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(given["seed"])
-    specfile, only, case_set = given["specfile"], given["only"], given["case_set"]
-    task, cases, _ = read_cases(given["task_dir"], specfile, case_set or DEFAULT_SET[mode])
-    for case in cases:
-        case.extra.setdefault("sol_us", task.speed_of_light_us(case.args))
-    indexed = list(enumerate(cases))
-    if only:
-        try:
-            wanted = {int(x) for x in only.split(",") if x.strip()}
-        except ValueError:
-            fail_setup(f"--only takes case numbers like 0,2; got {only!r}", EXIT_USAGE)
-        indexed = [(i, c) for i, c in indexed if i in wanted]
-        if not indexed:
-            fail_setup(f"--only {only} selects none of the {len(cases)} cases", EXIT_USAGE)
-    check_memory(task, indexed)
-    check_device(task, case_set or DEFAULT_SET[mode], specfile)
-    apply_secret_seed([c for _, c in indexed], secret)
+    specfile, only, case_set = given["specfile"], given["only"], given["case_set"] or DEFAULT_SET[mode]
+    try:
+        task, options = plan_run(mode, given, case_set, secret, popcorn_fd)
+    except PlanError as error:
+        fail_setup(str(error), error.code)
     submission = given["submission"]
-    if not os.path.isfile(submission):
-        fail_setup(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
     json_path, report_path, plots_dir = given["json_path"], given.get("report_path"), given.get("plots_dir")
-    check_output_paths((json_path, "JSON file", False), (report_path, "report", False),
-                       (plots_dir, "plots folder", True))
-    options = RunOptions(mode=mode, submission=os.path.abspath(submission), cases=tuple(indexed),
-                         timeout=given["timeout"], max_runs=given.get("max_runs"), max_time=given.get("max_time"),
-                         keep_going=given.get("keep_going", False), timing_method=given.get("timing_method"),
-                         diagnose_all=given.get("diagnose_all", False), strict=given.get("strict", False),
-                         sandboxed=not given["no_sandbox"], popcorn_fd=popcorn_fd,
-                         figures=bool(report_path or plots_dir), quiet=given.get("quiet", False),
-                         emulate_blackwell=given.get("emulate_blackwell", False))
-
-    if mode == "diagnose":      # probes for people: no POPCORN protocol; the first failing case unless chosen
-        if popcorn_fd is not None:
-            fail_setup("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
-        if not specfile and not only:
-            options = replace(options, cases=tuple(diagnose_default(task, options, case_set or "tests")))
+    if mode == "diagnose" and not specfile and not only:    # the first failing case, unless one was chosen
+        options = replace(options, cases=tuple(diagnose_default(task, options, case_set)))
     from arena.audit import static_checks
     static = static_checks.scan(submission, task.name)
     other = task_named_elsewhere(submission, task)
@@ -451,7 +378,11 @@ def evaluate(mode: str, given: dict):
         except OSError as error:
             click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
             written = False
-    written = _write_pictures(mode, task.name, submission, results, info, report_path, plots_dir) and written
+    from arena.report.html_report import write_pictures
+    pictures_written, said = write_pictures(mode, task.name, submission, results, info, report_path, plots_dir)
+    for line in said:
+        click.echo(line, err=True)
+    written = pictures_written and written
     not_run = sum(bool(r.not_run) for r in results)
     failed = sum(not r.passed for r in results) - not_run
     if info.stopped:
@@ -507,23 +438,6 @@ def diagnose_default(task, options, case_set):
     click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[at][0]} "
                f"({why.split(': ', 1)[1]})", err=True)
     return indexed[at:at + 1]
-
-
-def _write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> bool:
-    """--report and --plots: a failure to write one is one line on stderr (and exit 112); the results stand.
-    Whether all were written."""
-    from arena.report import html_report
-    try:
-        if report_path:
-            html_report.write_report(report_path, mode, task_name, submission, results, info)
-            click.echo(f"report: {report_path}", err=True)
-        if plots_dir:
-            written = html_report.write_plots(plots_dir, results, bool(info.machine.get("gpu")))
-            click.echo(f"plots: {len(written)} PNG files in {plots_dir}", err=True)
-    except OSError as error:
-        click.echo(f"error: cannot write the report or plots: {error}", err=True)
-        return False
-    return True
 
 
 def _console(stderr: bool = False):

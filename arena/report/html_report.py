@@ -166,6 +166,22 @@ def write_plots(folder: str, results: list[CaseResult], on_gpu: bool = True) -> 
     return written
 
 
+def write_pictures(mode, task_name, submission, results, info, report_path, plots_dir) -> tuple[bool, list[str]]:
+    """--report and --plots: whether all were written, and the lines to say on stderr (a failure to write one
+    is one line; the results stand)."""
+    said = []
+    try:
+        if report_path:
+            write_report(report_path, mode, task_name, submission, results, info)
+            said.append(f"report: {report_path}")
+        if plots_dir:
+            written = write_plots(plots_dir, results, bool(info.machine.get("gpu")))
+            said.append(f"plots: {len(written)} PNG files in {plots_dir}")
+    except OSError as error:
+        return False, said + [f"error: cannot write the report or plots: {error}"]
+    return True, said
+
+
 # ---- eval.py batch --report: the ranking ---------------------------------------------------------------------
 
 def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
