@@ -241,27 +241,40 @@ def _an_eval_of(name: str) -> bool:
     return False
 
 
-def test_one_evaluation_per_gpu_at_a_time_over_every_gpu(tmp_path):
-    """Ray's GPU accounting, exercised on this CPU machine by declaring two GPUs (`--gpus 2`; the evaluations
-    themselves run on the CPU): each evaluation holds one GPU id (its CUDA_VISIBLE_DEVICES), both ids are
-    used, two evaluations never hold one id at once, and the two ids work at the same time."""
+def most_at_once(spans: list) -> int:
+    """The most (start, end) spans that overlap at one moment."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    now = most = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.parametrize("gpus, per_gpu", [(2, 1), (1, 2)])
+def test_evaluations_per_gpu_at_a_time_over_every_gpu(tmp_path, gpus, per_gpu):
+    """Ray's GPU accounting, exercised on this CPU machine by declaring GPUs (`--gpus`; the evaluations
+    themselves run on the CPU): each evaluation holds one GPU id (its CUDA_VISIBLE_DEVICES), every id is used,
+    exactly `--per-gpu` evaluations hold one id at once at the most, and two ids work at the same time. (Ray
+    also gives each evaluation a core: on 2 cores, 2 evaluations at once in all.)"""
     for number in range(4):
         with open(tmp_path / f"slow_{number}.py", "w") as f:
             f.write(open(os.path.join(ROOT, "tests", "batch", "slow_honest.py")).read() + f"\n# copy {number}\n")
     jsonl = tmp_path / "rows.jsonl"
-    done = run_batch(str(tmp_path), "--spec", spec_file(ONE), "--jsonl", str(jsonl), "--gpus", "2")
+    done = run_batch(str(tmp_path), "--spec", spec_file(ONE), "--jsonl", str(jsonl), "--gpus", str(gpus),
+                     "--per-gpu", str(per_gpu))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "[batch] 4 submission(s) on 2 GPU(s), one evaluation per GPU" in done.stderr, done.stderr
+    assert f"[batch] 4 submission(s) on {gpus} GPU(s), {per_gpu} evaluation(s) per GPU at once" in done.stderr, \
+        done.stderr
     rows = read_jsonl(jsonl)
     by_gpu = {}
     for row in rows:
         by_gpu.setdefault(row["cuda_visible_devices"], []).append((row["started"], row["finished"]))
-    assert sorted(by_gpu) == ["0", "1"], by_gpu
-    for spans in by_gpu.values():
-        spans.sort()
-        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans
-    first, second = (sorted(spans)[0] for spans in by_gpu.values())
-    assert max(first[0], second[0]) < min(first[1], second[1]), by_gpu     # the two GPUs worked at once
+    assert sorted(by_gpu) == [str(i) for i in range(gpus)], by_gpu
+    assert [most_at_once(spans) for spans in by_gpu.values()] == [per_gpu] * gpus, by_gpu
+    if gpus == 2:
+        first, second = (sorted(spans)[0] for spans in by_gpu.values())
+        assert max(first[0], second[0]) < min(first[1], second[1]), by_gpu     # the two GPUs worked at once
 
 
 def test_gpus_with_an_address_is_one_line():
