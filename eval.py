@@ -20,7 +20,7 @@ from arena.isolation import sandbox  # noqa: E402  (standard library only: safe 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
 EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
                         # Blackwell emulation cannot judge them
-BATCH_CORRECTNESS_PER_GPU = 4   # `batch --mode test` evaluations at once per GPU (docs/batch.md, "Packing")
+BATCH_CORRECTNESS_PER_GPU = 4   # `batch --mode test` evaluations at once per GPU (measured: docs/batch.md, "Packing: the emulated corpus")
 DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
                "diagnose": "tests"}
 
