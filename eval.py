@@ -30,17 +30,6 @@ def fail_setup(message: str, code: int):
     sys.exit(code)
 
 
-def read_cases(task_dir, specfile, case_set):
-    """(task, cases, the spec file's text or None), as arena/run/plan.py reads them; a refusal is one line and
-    its exit code."""
-    from arena.run.plan import PlanError
-    from arena.run.plan import read_cases as planned_cases
-    try:
-        return planned_cases(task_dir, specfile, case_set)
-    except PlanError as error:
-        fail_setup(str(error), error.code)
-
-
 def check_output_paths(*outputs):
     """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
     from arena.run.plan import PlanError
@@ -243,6 +232,8 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
 
     from arena.batch.jobs import BatchPlan, find_submissions, read_manifest, read_rows
     from arena.batch.ray_driver import ray_missing_line, run_batch
+    from arena.run.plan import PlanError
+    from arena.run.plan import read_cases as planned_cases
     from arena.taskdef.definition import REPO_ROOT
 
     missing = ray_missing_line()
@@ -269,9 +260,9 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
         groups.setdefault((task_folder, spec), []).append((path, expected))
     for (task_folder, spec), members in groups.items():
         try:
-            task, cases, spec_text = read_cases(task_folder, spec, DEFAULT_SET[mode])
-        except SystemExit:          # its one line is printed: these files are left out, the others go on
-            errors += [f"{path}: left out (its task or spec file above)" for path, _ in members]
+            task, cases, spec_text = planned_cases(task_folder, spec, DEFAULT_SET[mode])
+        except PlanError as error:  # these files are left out, the others go on
+            errors += [str(error)] + [f"{path}: left out (its task or spec file above)" for path, _ in members]
             continue
         folder = os.path.abspath(task.folder)
         inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)

@@ -435,3 +435,20 @@ def test_two_batches_on_different_cores_claim_their_own_cores_at_once():
     for p in holders:
         p.wait()
     assert claims == [[first], [second]], claims
+
+
+def test_a_manifest_row_with_a_missing_task_is_left_out_and_the_rest_is_evaluated(tmp_path):
+    shutil.copy(os.path.join(ROOT, "submissions", "torch_reference.py"), tmp_path / "torch_reference.py")
+    shutil.copy(os.path.join(ROOT, "submissions", "torch_reference.py"), tmp_path / "elsewhere.py")
+    (tmp_path / "one.txt").write_text(ONE)
+    (tmp_path / "manifest.tsv").write_text("file\ttask\tspec\n"
+                                           "torch_reference.py\t\tone.txt\n"
+                                           "elsewhere.py\tno_such_task\tone.txt\n")
+    jsonl = tmp_path / "rows.jsonl"
+    done = run_batch("--manifest", str(tmp_path / "manifest.tsv"), "--jsonl", str(jsonl))
+    assert done.returncode == 112, done.stderr[-2000:]
+    assert f"error: no task folder {tmp_path / 'no_such_task'} (--task takes a folder holding task.yml)" \
+        in done.stderr, done.stderr
+    assert f"error: {tmp_path / 'elsewhere.py'}: left out (its task or spec file above)" in done.stderr
+    row, = read_jsonl(jsonl)
+    assert row["passed"] and row["path"].endswith("torch_reference.py"), row

@@ -106,6 +106,11 @@ def read_manifest(path: str) -> tuple[list[ManifestEntry], list[str]]:
     error line per row that names no file or an unknown expected verdict (the row is left out)."""
     import csv
     folder = os.path.dirname(os.path.abspath(path))
+
+    def at(value: str | None) -> str:
+        """A path of the manifest, relative to its folder ("" stays "")."""
+        value = (value or "").strip()
+        return os.path.join(folder, value) if value and not os.path.isabs(value) else value
     entries, errors = [], []
     try:
         with open(path, newline="") as f:
@@ -123,10 +128,6 @@ def read_manifest(path: str) -> tuple[list[ManifestEntry], list[str]]:
                     errors.append(f"{path}:{number}: expected {expected!r} is none of "
                                   f"{', '.join(EXPECTED_WORDS)}, unknown; row left out")
                     continue
-
-                def at(value: str) -> str:
-                    value = (value or "").strip()
-                    return os.path.join(folder, value) if value and not os.path.isabs(value) else value
                 entries.append(ManifestEntry(at(name), at(row.get("task")), at(row.get("spec")),
                                              "" if expected == "unknown" else expected))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
