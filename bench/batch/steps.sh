@@ -72,17 +72,27 @@ batch__scaling() {  # SCALING_FILES (16) GPU-bound submissions (byte-different c
                     # `build` them (`--mode test` on every GPU), time them with `--mode benchmark` on `all` GPUs,
                     # and on GPU 0 alone (`one`, on as many cores as each evaluation of `all` gets); then the wall
                     # times and every figure against the one-GPU batch. SCALING_PARTS (default "build all one").
-    local subs=$OUT/gpu16 i t part gpus cores
+                    # SCALING_ONE=A-B gives `one` the copies A to B alone: a one-GPU batch longer than a call's
+                    # limit is timed in parts (their s_one_A-B.jsonl files compared with batch_compare.py after).
+    local subs=$OUT/gpu16 i t part gpus cores one_subs=$OUT/gpu16 one_rows=$OUT/s_one.jsonl
     gpus=$(nvidia-smi -L | wc -l); cores=$(nproc)
     rm -rf "$subs"; mkdir -p "$subs"
-    for i in $(seq -w 1 "${SCALING_FILES:-16}"); do { cat submission.py; echo "# copy $i"; } >"$subs/kernel_$i.py"; done
+    for i in $(seq 1 "${SCALING_FILES:-16}"); do
+        { cat submission.py; echo "# copy $(printf %02d "$i")"; } >"$subs/kernel_$(printf %02d "$i").py"; done
+    if [ -n "${SCALING_ONE:-}" ]; then
+        one_subs=$OUT/gpu16_$SCALING_ONE; one_rows=$OUT/s_one_$SCALING_ONE.jsonl
+        rm -rf "$one_subs"; mkdir -p "$one_subs"
+        for i in $(seq "${SCALING_ONE%-*}" "${SCALING_ONE#*-}"); do
+            cp "$subs/kernel_$(printf %02d "$i").py" "$one_subs/"; done
+    fi
     for part in ${SCALING_PARTS:-build all one}; do
         t=$SECONDS; rm -f "$OUT/s_$part.jsonl"
         case $part in
             build) python3 eval.py batch "$subs" --mode test --jsonl "$OUT/s_build.jsonl" >"$OUT/s_build.txt" 2>&1 ;;
             all) python3 eval.py batch "$subs" --mode benchmark --jsonl "$OUT/s_all.jsonl" >"$OUT/s_all.txt" 2>&1 ;;
-            one) CUDA_VISIBLE_DEVICES=0 taskset -c 0-$((cores / gpus - 1)) python3 eval.py batch "$subs" \
-                     --mode benchmark --jsonl "$OUT/s_one.jsonl" >"$OUT/s_one.txt" 2>&1 ;;
+            one) rm -f "$one_rows"
+                 CUDA_VISIBLE_DEVICES=0 taskset -c 0-$((cores / gpus - 1)) python3 eval.py batch "$one_subs" \
+                     --mode benchmark --jsonl "$one_rows" >"$OUT/s_one.txt" 2>&1 ;;
         esac
         echo "scaling $part: exit $?, $((SECONDS - t)) s on $gpus GPU(s), $cores cores"
         grep -h "^wall time\|submission(s) on" "$OUT/s_$part.txt"
