@@ -42,7 +42,11 @@ def _explained(error: BaseException, capability: tuple | None, submission: str =
     try:
         from arena.blackwell import missing
         from arena.compile import load_inline_failure
+        from arena.compile.diagnosis import CUTLASS_MISSING
+        from arena.report.results import CANNOT_JUDGE_HERE
         cause = load_inline_failure(error, submission)
+        if cause and cause.endswith(CUTLASS_MISSING):   # the runners have CUTLASS: this machine lacks it, not the file
+            cause = f"{CANNOT_JUDGE_HERE}: {cause}"
         cause = cause or missing.explain_import_error(error, capability)
     except Exception:
         pass
