@@ -106,8 +106,11 @@ batch__scaling() {  # SCALING_FILES (16) GPU-bound submissions (byte-different c
 batch__corpus() {   # the public corpus (.public-blackwell, carried) as one `batch --mode test --emulate-blackwell`
                     # over every GPU, once per packing in PACKINGS (evaluations at once per GPU; default "4");
                     # the manifest is made from the corpus's own (CORPUS_ONLY / CORPUS_SKIP: comma-separated
-                    # files, CORPUS_FIRST: the first N left)
+                    # files, CORPUS_FIRST: the first N left); CUTLASS's headers from .device/cutlass-include.tar.xz
     local manifest=$OUT/corpus_manifest.tsv t per
+    if [ -f .device/cutlass-include.tar.xz ] && [ -z "${CUTLASS_PATH:-}" ]; then   # CUTLASS, as the runners have it
+        mkdir -p /tmp/cutlass && tar xJf .device/cutlass-include.tar.xz -C /tmp/cutlass && export CUTLASS_PATH=/tmp/cutlass
+    fi
     python3 bench/batch/corpus_manifest.py --out "$manifest" --only "${CORPUS_ONLY:-}" --skip "${CORPUS_SKIP:-}" \
         --first "${CORPUS_FIRST:-0}" || return 1
     for per in ${PACKINGS:-4}; do
