@@ -92,7 +92,7 @@ def test_honest_submissions_pass_every_case_and_every_probe(submission):
     run = run_eval("test", "--task", TASK, "--submission", submission, "--set", "robustness")
     assert run.code == 0, run.stdout[-2000:]
     probes = run_eval("diagnose", spec_file(CASE), "--task", TASK, "--submission", submission)
-    assert probes.code == 0 and "5 of 5 probes passed" in probes.stdout, probes.stdout[-2000:]
+    assert probes.code == 0 and "6 of 6 probes passed" in probes.stdout, probes.stdout[-2000:]
     assert "✘" not in probes.stdout and "Stage" not in probes.stdout, probes.stdout[-2000:]
 
 
@@ -110,6 +110,24 @@ def test_each_planted_bug_gets_its_stage_and_name(bug, expected):
     run = run_eval("test", spec_file(CASE), "--task", TASK, "--submission", broken(bug))
     assert run.code == 112, run.stdout[-2000:]
     assert expected in " ".join(run.stdout.split()), run.stdout[-3000:]
+
+
+NONCAUSAL_ONE_HEAD = "b: 1; h: 1; s: 128; d: 64; causal: 0; seed: 5\n"
+
+
+@pytest.mark.parametrize("bug,expected", [
+    ("attn_causal_ignored", "Stage scores: no causal mask"),
+    ("attn_k_heads_rows_swapped", "Stage scores: K read with the head and row strides exchanged"),
+])
+def test_a_bug_the_case_cannot_show_is_caught_by_diagnoses_contrast_probe(bug, expected):
+    """On a non-causal case with one head, a missing causal mask and a head/row stride swap compute the
+    reference itself: `test` cannot see them, and `diagnose` probes the shape where they differ (causal, two
+    heads) and names them there."""
+    run = run_eval("test", spec_file(NONCAUSAL_ONE_HEAD), "--task", TASK, "--submission", broken(bug))
+    assert run.code == 0, run.stdout[-2000:]
+    probes = run_eval("diagnose", spec_file(NONCAUSAL_ONE_HEAD), "--task", TASK, "--submission", broken(bug))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112 and expected in text, probes.stdout[-3000:]
 
 
 def test_an_output_stuck_at_a_bound_is_named_saturation():

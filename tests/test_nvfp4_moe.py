@@ -150,6 +150,19 @@ def test_each_planted_bug_gets_its_stage_and_name(bug, expected):
     assert "reference self-check: ref_kernel and the independent dense per-token reference agree on 100.00%" in text
 
 
+ONE_ROW_TILE = "t: 16; h: 64; i: 64; e: 4; k: 2; seed: 3\n"     # w1's 2I = 128 and w2's H = 64 rows: one tile each
+
+
+def test_a_remap_one_row_tile_hides_is_caught_by_diagnoses_contrast_probe():
+    """With every weight's scale rows in one 128-row tile, a wrong row-tile stride reads the reference's bytes:
+    `test` cannot see it, and `diagnose` probes a shape with two row tiles (H = 192, I = 128) and names it there."""
+    run = run_eval("test", spec_file(ONE_ROW_TILE), "--task", TASK, "--submission", broken("moe_sf_k_as_index"))
+    assert run.code == 0, run.stdout[-2000:]
+    probes = run_eval("diagnose", spec_file(ONE_ROW_TILE), "--task", TASK, "--submission", broken("moe_sf_k_as_index"))
+    text = " ".join(probes.stdout.split())
+    assert probes.code == 112 and "the row-tile stride computed from K instead of K/16" in text, probes.stdout[-3000:]
+
+
 def test_a_wrong_scale_remap_passes_the_uniform_probe_and_fails_the_random_case():
     """The field story: the uniform probe cannot see a scale layout, so a layout bug passes it and fails the
     random case, which points at the scales rather than the GEMM."""

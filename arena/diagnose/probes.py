@@ -369,7 +369,10 @@ def run_probes(call, reference, args: dict, device: str) -> list[ProbeResult]:
         results.append(probe_scale_map(call, "A", m, n, k, l, device))
         results.append(probe_scale_map(call, "B", m, n, k, l, device))
     results.append(probe_random(call, reference, args, regenerate))
-    for name, keys in getattr(reference, "PROBES", {}).items():     # a task's own structured inputs
+    # a task's own structured inputs, then the shapes where hypotheses this case cannot tell apart differ
+    contrast = getattr(reference, "contrast_probes", None)
+    probes = {**getattr(reference, "PROBES", {}), **(contrast(dict(args)) if contrast else {})}
+    for name, keys in probes.items():
         probe_args = {**args, **keys}
         results.append(probe_random(call, reference, probe_args, lambda a=probe_args: reference.generate_input(**a),
                                     name=name))

@@ -117,6 +117,20 @@ PROBES = {
 }
 
 
+def contrast_probes(case: dict) -> dict[str, dict]:
+    """`eval.py diagnose`'s probes where this case's shape hides a classic bug: a missing causal mask is the
+    reference on a non-causal case (a mask where none belongs, on a causal one), and a head/row stride swap is no
+    swap with one head. Name -> the case keys that change."""
+    probes = {}
+    if case.get("causal"):
+        probes["the same shape without a causal mask (shows a mask applied where none belongs)"] = {"causal": 0}
+    else:
+        probes["the same shape with a causal mask (shows a missing mask)"] = {"causal": 1}
+    if case.get("h") == 1:
+        probes["two heads (shows a head/row stride swap, which one head hides)"] = {"h": 2}
+    return probes
+
+
 # ---- why an output is wrong: the stage and the classic bug -------------------------------------------------
 
 def _bug_outputs(data):

@@ -236,6 +236,20 @@ PROBES = {
 }
 
 
+def contrast_probes(case: dict) -> dict[str, dict]:
+    """`eval.py diagnose`'s probes where this case's shape or data hides a classic bug: with a weight's scale rows
+    in one 128-row tile (2I or H at most 128) a wrong row-tile stride reads the right bytes, and on uniform data
+    every scale is 1 (no remap and no requantization shows). Name -> the case keys that change."""
+    probes = {}
+    if 2 * case.get("i", 128) <= 128 or case.get("h", 256) <= 128:
+        probes["two 128-row scale tiles in each weight (H = 192, I = 128: shows a wrong row-tile stride)"] = \
+            {"h": max(case.get("h", 192), 192), "i": max(case.get("i", 128), 128)}
+    if case.get("data") == "uniform":
+        probes["random data (shows the scale layouts and the requantization, which uniform data hides)"] = \
+            {"data": "random"}
+    return probes
+
+
 # ---- a second, independent reference: each token alone, every weight dense, fp64 ---------------------------
 
 def dense_reference(data) -> torch.Tensor:
