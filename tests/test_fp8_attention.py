@@ -214,11 +214,21 @@ def test_a_bug_no_hypothesis_reproduces_is_localised_not_misnamed(reference, att
     assert key == "localised" and "Stage" not in summary and "first wrong row" in summary, (summary, evidence)
 
 
-def test_no_bug_is_named_that_equals_the_reference_on_the_case(reference, attention_helper):
-    """A 1 % error on a causal case: "a causal mask where the case has none" (or any other hypothesis equal to
-    the reference where the output is wrong) is an accusation the case cannot support, and is never made."""
-    data, out = _attention_run(reference, attention_helper, CASES[0])
+@pytest.mark.parametrize("case,equal", [
+    (CASES[0], {"causal_where_none"}),
+    (dict(b=1, h=1, s=128, d=64, causal=0, seed=5),
+     {"causal_ignored", "q_heads_rows_swapped", "k_heads_rows_swapped", "v_heads_rows_swapped"}),
+], ids=["causal", "non-causal-one-head"])
+def test_no_bug_is_named_that_equals_the_reference_on_the_case(reference, attention_helper, case, equal):
+    """A 1 % error: a hypothesis equal to the reference on the case ("a causal mask where the case has none" on a
+    causal case; no mask on a non-causal one; a head/row stride swap with one head) is an accusation the case
+    cannot support: never named, nor weighed in the evidence."""
+    data, out = _attention_run(reference, attention_helper, case)
     nudged = (out.float() * 1.01).to(out.dtype)
     expected = reference.ref_kernel(tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in data))
+    for key in equal:                    # the premise: each of these computes the reference on this case
+        compute = next(c for _, k, _, c in reference._bug_outputs(data) if k == key)
+        assert torch.allclose(compute().float(), expected.float(), atol=1e-2, rtol=1e-2), key
     summary, evidence, key = reference.diagnose_failure(data, nudged, expected, 1e-2, 1e-2)
-    assert "Stage" not in summary and key != "causal_where_none", (summary, evidence)
+    assert "Stage" not in summary and key not in equal, (summary, evidence)
+    assert not any(f"hypothesis {k} " in line for k in equal for line in evidence), evidence

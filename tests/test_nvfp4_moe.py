@@ -340,3 +340,16 @@ def test_tensorrt_llms_bf16_atomic_finalize_is_accepted_on_every_test_case(refer
         assert not bool(reference.moe_envelope.outside(data, out).any()), case
     data, out = _run_helper(reference, moe_helper, SMALL, bug="nudged")
     assert bool(reference.moe_envelope.outside(data, out).any())
+
+
+def test_no_remap_is_named_that_one_row_tile_hides(reference, moe_helper):
+    """With every weight's scale rows in one 128-row tile, a wrong row-tile stride reads the reference's own
+    bytes: on a 1 % error it is an accusation the case cannot support, never named nor weighed."""
+    case = {"t": 16, "h": 64, "i": 64, "e": 4, "k": 2, "seed": 3}
+    data, hidden = _run_helper(reference, moe_helper, case, bug="sf_k_as_index")
+    expected = reference.ref_kernel(tuple(t.clone() for t in data))
+    assert not bool(reference.moe_envelope.outside(data, hidden).any())     # the premise: it equals the reference
+    data, out = _run_helper(reference, moe_helper, case, bug="nudged")
+    summary, evidence, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
+    assert "Stage" not in summary and "row-tile stride" not in summary, (summary, evidence)
+    assert not any("sf_k_as_index" in line and "not weighed" not in line for line in evidence), evidence
