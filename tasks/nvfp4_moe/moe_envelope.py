@@ -11,9 +11,8 @@ midpoint) have no band: the contract rounds them to even. The final bf16 roundin
 neighbour of the band's ends.
 
 Used by reference.py (`check_implementation`); per expert with tokens it costs one L1 GEMM with its band, and for
-each of the 9 (h, act) dtype pairs the requantization, then one L2 GEMM with its band for each distinct
-requantized act (2 + 2 × D GEMM-sized products, D from 1 to 9: the pairs whose NVFP4 act and band are equal share
-them, and the profile checks after them).
+each of the 9 (h, act) dtype pairs the requantization and one L2 GEMM with its band (2 + 2 × 9 GEMM-sized
+products). The element-wise stages run once over every expert's rows and all nine pairs.
 """
 import torch
 
@@ -137,29 +136,23 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
         return ~ok
     token, slot, h, eps = torch.cat(tokens), torch.cat(slots), torch.cat(hs), torch.cat(epss)
     weight = weights[token, slot].to(dtype).unsqueeze(1)
-    # Most (h, act) dtype pairs requantize to the same NVFP4 act with the same band: its L2 GEMMs and the
-    # profile checks after them are done once per distinct (q, dev).
-    seen = []
+    # The nine (h, act) dtype pairs side by side on a leading dimension: each stage runs once over all of them.
+    acts, lows, highs, overflows = [], [], [], []
     for hdt in INTERMEDIATE:
         for adt in INTERMEDIATE:
             act, low, high = _act_band(h, eps, inter, hdt, adt)
-            q, dev = nvfp4_band(act, low, high, g2, SCALE_NOISE)
+            acts.append(act), lows.append(low), highs.append(high)
             # A row whose h or act overflows this profile's dtype (fp16 past 65504) has no output in this
             # profile: its saturated requantization would otherwise be taken for a possible answer.
-            overflow = ~(torch.isfinite(act).all(-1) & torch.isfinite(stored(h, hdt)).all(-1))
-            q = torch.where(overflow[:, None], torch.full_like(q, float("nan")), q)
-            if any(torch.equal(q.isnan(), cq.isnan()) and torch.equal(q.nan_to_num(), cq.nan_to_num())
-                   and torch.equal(dev, cdev) for cq, cdev in seen):
-                continue
-            seen.append((q, dev))
-            ys, bands = [], []
-            for qe, deve, (_, w2e, w2abs) in zip(q.split([n for n, _, _ in segments]),
-                                                dev.split([n for n, _, _ in segments]), segments):
-                ys.append(qe @ w2e.T)
-                bands.append((NOISE * qe.abs() + deve) @ w2abs.T)
-            experts = [(token, slot, weight, torch.cat(ys), torch.cat(bands))]
-            for ydt, cdt, wdt, acc in FINISH:
-                ok |= _within(got, experts, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
+            overflows.append(~(torch.isfinite(act).all(-1) & torch.isfinite(stored(h, hdt)).all(-1)))
+    q, dev = nvfp4_band(torch.stack(acts), torch.stack(lows), torch.stack(highs), g2, SCALE_NOISE)
+    q = torch.where(torch.stack(overflows)[..., None], torch.full_like(q, float("nan")), q)
+    sizes = [n for n, _, _ in segments]
+    y = torch.cat([qe @ w2e.T for qe, (_, w2e, _) in zip(q.split(sizes, dim=1), segments)], dim=1)
+    band = torch.cat([(NOISE * qe.abs() + deve) @ w2abs.T for qe, deve, (_, _, w2abs)
+                      in zip(q.split(sizes, dim=1), dev.split(sizes, dim=1), segments)], dim=1)
+    for ydt, cdt, wdt, acc in FINISH:
+        ok |= _within(got, token, slot, weight, y, band, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
     return ~ok
 
 
@@ -174,28 +167,29 @@ def _rounded(x: torch.Tensor, dtype, toward: float) -> torch.Tensor:
     return torch.where(passed, beyond, near)
 
 
-def _within(got, experts, ydt, cdt, wdt, acc, out_dtype, k: int) -> torch.Tensor:
-    """Where `got` lies in this profile's envelope: its combine, then either neighbour in the output dtype of
-    the band's ends (the band's low end rounded down, its high end rounded up). A bf16 accumulator (`acc`)
-    rounds each of the k - 1 adds after the first: each moves the sum by at most half a bf16 unit of a partial
-    sum, and no partial sum, in any order, exceeds the sum of the terms' magnitudes."""
-    center = torch.zeros(got.shape[0], k, got.shape[1], dtype=got.dtype, device=got.device)
+def _within(got, token, slot, weight, y, band, ydt, cdt, wdt, acc, out_dtype, k: int) -> torch.Tensor:
+    """Where `got` lies in this profile's envelope for any of the (h, act) pairs on y's leading dimension: its
+    combine, then either neighbour in the output dtype of the band's ends (the band's low end rounded down, its
+    high end rounded up). A bf16 accumulator (`acc`) rounds each of the k - 1 adds after the first: each moves
+    the sum by at most half a bf16 unit of a partial sum, and no partial sum, in any order, exceeds the sum of
+    the terms' magnitudes. y and band: [pairs, rows, H], one row per (token, slot)."""
+    ys = stored(y, ydt)
+    reach = torch.maximum((stored(y - band, ydt) - ys).abs(), (stored(y + band, ydt) - ys).abs()) \
+        if ydt != torch.float32 else band
+    if cdt == torch.float32:
+        term, spread = ys * weight, reach * weight.abs()
+    else:                                        # each weighted term stored in bf16 (the weight as wdt)
+        w = stored(weight, wdt)
+        term = stored(ys * w, cdt)
+        spread = torch.maximum((stored((ys - reach) * w, cdt) - term).abs(),
+                               (stored((ys + reach) * w, cdt) - term).abs())
+    pairs = y.shape[0]
+    center = torch.zeros(pairs, got.shape[0], k, got.shape[1], dtype=got.dtype, device=got.device)
     allowance = torch.zeros_like(center)        # one row per (token, slot): each written once, no scatter-add
-    for token, slot, weight, y, band in experts:
-        ys = stored(y, ydt)
-        reach = torch.maximum((stored(y - band, ydt) - ys).abs(), (stored(y + band, ydt) - ys).abs()) \
-            if ydt != torch.float32 else band
-        if cdt == torch.float32:
-            term, spread = ys * weight, reach * weight.abs()
-        else:                                    # each weighted term stored in bf16 (the weight as wdt)
-            w = stored(weight, wdt)
-            term = stored(ys * w, cdt)
-            spread = torch.maximum((stored((ys - reach) * w, cdt) - term).abs(),
-                                   (stored((ys + reach) * w, cdt) - term).abs())
-        center[token, slot] = term
-        allowance[token, slot] = spread + NOISE * term.abs()
-    magnitude = center.abs().sum(1)
-    center, allowance = center.sum(1), allowance.sum(1)
+    center[:, token, slot] = term
+    allowance[:, token, slot] = spread + NOISE * term.abs()
+    magnitude = center.abs().sum(2)
+    center, allowance = center.sum(2), allowance.sum(2)
     if acc != torch.float32:
         allowance = allowance + (k - 1) * BF16_HALF_ULP * (magnitude + allowance)
     low = _rounded(center - allowance, out_dtype, float("-inf"))
@@ -203,4 +197,4 @@ def _within(got, experts, ydt, cdt, wdt, acc, out_dtype, k: int) -> torch.Tensor
     # A profile whose intermediates overflow (fp16 past 65504) reaches no finite output: an infinite band
     # there would accept anything.
     finite = torch.isfinite(center) & torch.isfinite(allowance)
-    return finite & (got >= low) & (got <= high)
+    return (finite & (got >= low) & (got <= high)).any(0)
