@@ -17,7 +17,7 @@ SUBBYTE = os.path.join(ROOT, "tests", "blackwell", "subbyte_smem.cu")
 UE8M0 = os.path.join(ROOT, "tests", "blackwell", "ue8m0_rules.cu")
 
 F16, TF32, F8F6F4, I8, MXF8F6F4, MXF4, MXF4NVF4 = range(7)
-OK, RESERVED, SHAPE, K96, N_RULE, M64 = 0, 20, 23, 25, 30, 31
+OK, RESERVED, SHAPE, K96, TRANSPOSE, N_RULE, M64, MXF4_MAJOR = 0, 20, 23, 25, 26, 30, 31, 32
 N256 = 32 << 17
 VALID = {   # (kind, idesc, scale vector) of a valid 128x256 MMA per kind
     F16: (0x10 | 1 << 7 | 1 << 10 | N256 | 8 << 24, 1),          # bf16 x bf16 -> f32: 0x08400490
@@ -74,6 +74,18 @@ def test_fields_that_are_not_reserved_are_not_reported_as_reserved(decode):
             (MXF4NVF4, VALID[MXF4NVF4][0] | 1 << 31, 4),        # K = 96: its own error (sm_103a only)
             (I8, VALID[I8][0] | 1 << 3, 1)]                     # saturate exists for .kind::i8
     assert [code for code, _ in decode(rows)] == [OK, K96, OK]
+
+
+def test_a_transposed_operand_is_an_error_under_the_mxf4_kinds_and_not_emulated_elsewhere(decode):
+    """The descriptor table of .kind::mxf4 / .kind::mxf4nvf4 allows only K-major A and B (transpose bits 15/16
+    zero): a kernel that sets one is wrong on a B200 too (a public tcgen05 GEMM with 0x08110480 failed there).
+    Other kinds allow MN-major operands, which the emulation does not model: not judged."""
+    rows = [(MXF4NVF4, VALID[MXF4NVF4][0] | 1 << 16, 4), (MXF4, VALID[MXF4][0] | 1 << 15, 2),
+            (MXF4NVF4, 0x08110480, 4), (F16, VALID[F16][0] | 1 << 15, 1), (MXF8F6F4, VALID[MXF8F6F4][0] | 1 << 16, 1)]
+    assert [code for code, _ in decode(rows)] == [MXF4_MAJOR, MXF4_MAJOR, MXF4_MAJOR, TRANSPOSE, TRANSPOSE]
+    line = runtime.describe([MXF4_MAJOR, 1, 0x08110480, 0, 0, 0, 0, 0], {1: "tcgen05.mma"})
+    assert "K-major" in line and "not emulated" not in line, line
+    assert "not emulated" in runtime.describe([TRANSPOSE, 1, VALID[F16][0] | 1 << 15, 0, 0, 0, 0, 0], {})
 
 
 def test_n_follows_the_isa_shape_table_per_kind(decode):

@@ -53,6 +53,10 @@ MESSAGES = {
                      + ("8, 16, 24, 32, then multiples of 16 up to 256" if b == 3 else "a multiple of 8 from 8 to 256"),
     31: "instruction descriptor {a:#010x}: M = 64 (bits 24-28, M >> 4) is valid, but its accumulator layout is not "
         "emulated",
+    32: lambda a, b: f"instruction descriptor {a:#010x}: transpose {'A' if a >> 15 & 1 else 'B'} (bit "
+                     f"{15 if a >> 15 & 1 else 16}) is set, and .kind::mxf4 / .kind::mxf4nvf4 take K-major A and B "
+                     "only (the PTX ISA's instruction descriptor table for these kinds): outside the ISA's contract, "
+                     "its result on a B200 is not defined",
     40: "shared memory descriptor (high word {a:#010x}): bits 46-48 must be 0b001 on sm_100",
     41: "shared memory descriptor (high word {a:#010x}): invalid swizzle mode",
     42: "shared memory descriptor (high word {a:#010x}): a base offset other than 0 or the ISA's (start address >> 7) "

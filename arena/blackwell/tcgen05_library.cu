@@ -85,7 +85,7 @@ enum : uint32_t {
   E_TOO_MANY_SMS = 1, E_ALLOC_NCOLS, E_ALLOC_TIMEOUT, E_DEALLOC_NOT_OWNED, E_DEALLOC_ARGS, E_NOT_ALLOCATED,
   E_LANE_QUARTER, E_LANE_RANGE, E_COL_RANGE, E_NOT_CONVERGED,
   E_IDESC_RESERVED = 20, E_IDESC_SPARSE, E_IDESC_TYPE, E_IDESC_SHAPE, E_IDESC_SFID, E_IDESC_K96,
-  E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64,
+  E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64, E_IDESC_MXF4_MAJOR,
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
   E_CP_SHAPE = 50, E_CP_SWIZZLE,
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
@@ -771,7 +771,9 @@ static __host__ __device__ uint32_t emu_idesc(uint32_t kind, uint32_t d, uint32_
   m.scaled = kind >= K_MXF8F6F4;
   if ((d >> 2) & 1u) return E_IDESC_SPARSE;
   if (emu_idesc_reserved(kind, d)) return E_IDESC_RESERVED;
-  if ((d >> 15) & 3u) return E_IDESC_TRANSPOSE;
+  // .kind::mxf4 / mxf4nvf4 take K-major operands only (their descriptor table): a transpose bit there is the
+  // kernel's error; other kinds allow MN-major operands, which this emulation does not model.
+  if ((d >> 15) & 3u) return kind > K_MXF8F6F4 ? E_IDESC_MXF4_MAJOR : E_IDESC_TRANSPOSE;
   if (!m.scaled) {
     m.dtype_f32 = ((d >> 4) & 3u);
     m.afmt = (d >> 7) & 7u; m.bfmt = (d >> 10) & 7u;
