@@ -355,3 +355,14 @@ def test_no_remap_is_named_that_one_row_tile_hides(reference, moe_helper):
     summary, evidence, key = reference.diagnose_failure(data, out, expected, 2e-2, 2e-2)
     assert "Stage" not in summary and "row-tile stride" not in summary, (summary, evidence)
     assert not any("sf_k_as_index" in line and "not weighed" not in line for line in evidence), evidence
+
+
+@pytest.mark.parametrize("bug", [None, "nudged"])
+def test_the_envelope_judges_the_same_one_pair_at_a_time(reference, moe_helper, monkeypatch, bug):
+    """Large shapes take the (h, act) pairs one at a time (CHUNK_BYTES), the tests all nine at once: the same
+    elements are outside either way."""
+    data, out = _run_helper(reference, moe_helper, SMALL, bug=bug, precision=moe_helper.VLLM)
+    at_once = reference.moe_envelope.outside(data, out)
+    monkeypatch.setattr(reference.moe_envelope, "CHUNK_BYTES", 1)
+    assert torch.equal(reference.moe_envelope.outside(data, out), at_once)
+    assert bool(at_once.any()) == (bug is not None)

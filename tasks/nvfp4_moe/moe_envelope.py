@@ -32,6 +32,9 @@ FINISH = ((torch.float32, torch.float32, torch.float32, torch.float32),
           (torch.float16, torch.float32, torch.float32, torch.float32),
           (torch.float32, torch.bfloat16, torch.float32, torch.float32),
           (torch.float32, torch.bfloat16, torch.float32, torch.bfloat16))
+# The largest tensor of one chunk of (h, act) pairs ([pairs, T, k, H]): the benchmark shapes (T = 1024, k = 8,
+# H = 7168: 235 MB a pair in fp32) take one pair at a time, the tests all nine at once.
+CHUNK_BYTES = 256 << 20
 # The rounding of one add into a bf16 accumulator: half a unit in the last place, relative (8 significant bits).
 BF16_HALF_ULP = 2.0 ** -8
 
@@ -136,23 +139,29 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
         return ~ok
     token, slot, h, eps = torch.cat(tokens), torch.cat(slots), torch.cat(hs), torch.cat(epss)
     weight = weights[token, slot].to(dtype).unsqueeze(1)
-    # The nine (h, act) dtype pairs side by side on a leading dimension: each stage runs once over all of them.
-    acts, lows, highs, overflows = [], [], [], []
-    for hdt in INTERMEDIATE:
-        for adt in INTERMEDIATE:
+    # The nine (h, act) dtype pairs side by side on a leading dimension, as many at once as keep the largest
+    # tensor ([pairs, T, k, H]) within CHUNK_BYTES: each stage runs once per chunk (the tests' shapes: one).
+    pairs = [(hdt, adt) for hdt in INTERMEDIATE for adt in INTERMEDIATE]
+    per_pair = got.numel() * ids.shape[1] * got.element_size()
+    at_once = max(1, min(len(pairs), CHUNK_BYTES // max(per_pair, 1)))
+    sizes = [n for n, _, _ in segments]
+    for first in range(0, len(pairs), at_once):
+        acts, lows, highs, overflows = [], [], [], []
+        for hdt, adt in pairs[first:first + at_once]:
             act, low, high = _act_band(h, eps, inter, hdt, adt)
-            acts.append(act), lows.append(low), highs.append(high)
+            acts.append(act)
+            lows.append(low)
+            highs.append(high)
             # A row whose h or act overflows this profile's dtype (fp16 past 65504) has no output in this
             # profile: its saturated requantization would otherwise be taken for a possible answer.
             overflows.append(~(torch.isfinite(act).all(-1) & torch.isfinite(stored(h, hdt)).all(-1)))
-    q, dev = nvfp4_band(torch.stack(acts), torch.stack(lows), torch.stack(highs), g2, SCALE_NOISE)
-    q = torch.where(torch.stack(overflows)[..., None], torch.full_like(q, float("nan")), q)
-    sizes = [n for n, _, _ in segments]
-    y = torch.cat([qe @ w2e.T for qe, (_, w2e, _) in zip(q.split(sizes, dim=1), segments)], dim=1)
-    band = torch.cat([(NOISE * qe.abs() + deve) @ w2abs.T for qe, deve, (_, _, w2abs)
-                      in zip(q.split(sizes, dim=1), dev.split(sizes, dim=1), segments)], dim=1)
-    for ydt, cdt, wdt, acc in FINISH:
-        ok |= _within(got, token, slot, weight, y, band, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
+        q, dev = nvfp4_band(torch.stack(acts), torch.stack(lows), torch.stack(highs), g2, SCALE_NOISE)
+        q = torch.where(torch.stack(overflows)[..., None], torch.full_like(q, float("nan")), q)
+        y = torch.cat([qe @ w2e.T for qe, (_, w2e, _) in zip(q.split(sizes, dim=1), segments)], dim=1)
+        band = torch.cat([(NOISE * qe.abs() + deve) @ w2abs.T for qe, deve, (_, _, w2abs)
+                          in zip(q.split(sizes, dim=1), dev.split(sizes, dim=1), segments)], dim=1)
+        for ydt, cdt, wdt, acc in FINISH:
+            ok |= _within(got, token, slot, weight, y, band, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
     return ~ok
 
 
