@@ -73,16 +73,15 @@ def anatomy(output: torch.Tensor, expected: torch.Tensor, prefilled: torch.Tenso
     untouched_all = False
     if pre is not None and pre.shape == out.shape:
         changes = mismatch_mask(pre, exp, 0.0, 0.0)                 # where a correct kernel must write
-        untouched_mask = (out.view(torch.int16) == pre.view(torch.int16)) if out.dtype == torch.float16 \
-            else (out == pre)
-        untouched_mask &= changes
+
+        def same(a, b):     # element-wise equal (fp16 compared by its bits)
+            return a.view(torch.int16) == b.view(torch.int16) if out.dtype == torch.float16 else a == b
+        untouched_mask = same(out, pre) & changes
         untouched_all = bool(torch.equal(out, pre))
         # Equal to the pre-filled value by chance (wrong values of its own distribution, a bf16 grid): counted
         # against the same output beside the pre-filled output shifted by one element, whose equalities are
         # chance alone. Not clearly above that, they are evidence of nothing.
-        shifted = pre.flatten().roll(1).view_as(pre)
-        chance = int(((out.view(torch.int16) == shifted.view(torch.int16)) if out.dtype == torch.float16
-                      else (out == shifted)).logical_and(changes).sum())
+        chance = int((same(out, pre.flatten().roll(1).view_as(pre)) & changes).sum())
         if not untouched_all and int(untouched_mask.sum()) <= 4 * chance + 2:
             untouched_mask = torch.zeros_like(untouched_mask)
     rows_bad = bad.any(dim=1).any(dim=1)

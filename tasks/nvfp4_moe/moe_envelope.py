@@ -157,9 +157,11 @@ def outside(data, output: torch.Tensor) -> torch.Tensor:
             overflows.append(~(torch.isfinite(act).all(-1) & torch.isfinite(stored(h, hdt)).all(-1)))
         q, dev = nvfp4_band(torch.stack(acts), torch.stack(lows), torch.stack(highs), g2, SCALE_NOISE)
         q = torch.where(torch.stack(overflows)[..., None], torch.full_like(q, float("nan")), q)
-        y = torch.cat([qe @ w2e.T for qe, (_, w2e, _) in zip(q.split(sizes, dim=1), segments)], dim=1)
-        band = torch.cat([(NOISE * qe.abs() + deve) @ w2abs.T for qe, deve, (_, _, w2abs)
-                          in zip(q.split(sizes, dim=1), dev.split(sizes, dim=1), segments)], dim=1)
+        ys, bands = [], []
+        for qe, deve, (_, w2e, w2abs) in zip(q.split(sizes, dim=1), dev.split(sizes, dim=1), segments):
+            ys.append(qe @ w2e.T)
+            bands.append((NOISE * qe.abs() + deve) @ w2abs.T)
+        y, band = torch.cat(ys, dim=1), torch.cat(bands, dim=1)
         for ydt, cdt, wdt, acc in FINISH:
             ok |= _within(got, token, slot, weight, y, band, ydt, cdt, wdt, acc, output.dtype, ids.shape[1])
     return ~ok
