@@ -208,3 +208,34 @@ def test_a_submission_cannot_widen_the_cores_it_was_started_on(one, exploit_dir)
     assert seen["sched_setaffinity"].startswith("refused"), seen
     assert seen["taskset"] == "refused", seen
     assert seen["after"] == f"[{first}]", seen
+
+
+@pytest.mark.slow       # g++ builds torch's extension header twice: about 90 s
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="no C++ compiler")
+def test_a_build_killed_midway_does_not_hang_the_next_run_of_the_file(one, tmp_path):
+    """A run killed while torch builds a load_inline extension (Ctrl-C, a timeout, SIGKILL) leaves torch's lock
+    file in the home the file's next run reuses, and torch waits for that file for ever. The next run, alone
+    with the home, clears it: the build runs and its error is named."""
+    import hashlib
+    import signal
+    import subprocess
+    import time
+    import uuid
+    text = open(os.path.join(ROOT, "tests", "submissions", "extension_syntax_error.py")).read()
+    source = tmp_path / "killed_build.py"
+    source.write_text(f"{text}# {uuid.uuid4().hex}\n")      # a home of its own
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:24]
+    lock = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes", digest, "cache", "torch_extensions",
+                        "passthrough_ext", "lock")
+    first = subprocess.Popen([sys.executable, os.path.join(ROOT, "eval.py"), "test", one, "--submission",
+                              str(source)], cwd=ROOT, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(lock) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert os.path.exists(lock), "the first run never started its build"
+    run = run_eval("test", one, "--submission", str(source), popcorn=True, timeout=200, check_timeout=False)
+    assert run.code == 112, (run.code, run.stderr[-1500:])
+    assert "extension 'passthrough_ext' does not build: main.cpp:5" in run.keys["test.0.error"]

@@ -16,6 +16,7 @@ Module level imports only the standard library: eval.py calls it before torch is
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import json
 import os
@@ -184,11 +185,26 @@ class Isolation:
             return
         self.uid, self.bwrap = uid, bwrap
         self.home = _private_home(digest, uid)
+        self.home_claim = _claim_home(digest)
+        self.tidy_home()        # what a run killed midway left (a build's lock file) would stall this one
         who = "a uid of its own" if uid is not None else "the evaluator's uid in a user namespace (not root)"
         self.state = (f"bubblewrap jail: {who}; own PID, IPC, network and UTS namespaces; minimal /dev; private "
                       f"/tmp and /dev/shm; read-only files except its home; python -I; no capabilities; limits: "
                       f"data {self.limits.memory_bytes >> 30} GiB, {self.limits.processes} processes, "
                       f"{self.limits.open_files} open files")
+
+    def tidy_home(self) -> None:
+        """`tidy_home` on this run's home, when no other run of the same file holds it (a batch may evaluate one
+        file twice at once): call it only when this run's worker is gone."""
+        if self.home is None:
+            return
+        try:
+            fcntl.flock(self.home_claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass                # another run's worker may be building in it: leave it as it is
+        else:
+            tidy_home(self.home)
+        fcntl.flock(self.home_claim, fcntl.LOCK_SH)     # a failed or granted conversion: back to shared
 
     def wrap(self, argv: list[str], readable: list[str]) -> list[str]:
         """`argv` as the jail runs it (unchanged without a jail)."""
@@ -248,10 +264,14 @@ def run_jailed(commands: list[list[str]], key: str, files: dict[str, str], reada
 HOME_CACHE_LIMIT = 2 << 30      # bytes of build cache a home keeps between runs
 
 
+BUILD_LOCK = "lock"     # torch's FileBaton (load_inline, load): a build holds the folder while this file exists
+
+
 def tidy_home(home: str) -> None:
-    """Once its worker is gone: everything in a home but the build cache is removed, and the cache too when it
+    """Once no worker uses it: everything in a home but the build cache is removed, and the cache too when it
     holds more than HOME_CACHE_LIMIT bytes on disk, so a run leaves nothing else behind (a worker that filled
-    its home kept the fill). Descriptor-relative, never following a link the worker left."""
+    its home kept the fill). Lock files a killed build left in the cache are removed: torch would wait for
+    them for ever. Descriptor-relative, never following a link the worker left."""
     try:
         fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -261,6 +281,7 @@ def tidy_home(home: str) -> None:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             folder = stat.S_ISDIR(st.st_mode)
             if name == "cache" and folder and _disk_bytes(os.path.join(home, name)) <= HOME_CACHE_LIMIT:
+                _remove_build_locks(os.path.join(home, name))
                 continue
             if folder:
                 shutil.rmtree(os.path.join(home, name), ignore_errors=True)     # fd-based: links not followed
@@ -270,6 +291,16 @@ def tidy_home(home: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _remove_build_locks(folder: str) -> None:
+    for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        if BUILD_LOCK in names:
+            try:
+                if stat.S_ISREG(os.stat(BUILD_LOCK, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                    os.unlink(BUILD_LOCK, dir_fd=dir_fd)
+            except OSError:
+                pass
 
 
 def _disk_bytes(folder: str) -> int:
@@ -309,6 +340,20 @@ def _private_home(digest: str, uid: int | None) -> str:
     finally:
         os.close(base_fd)
     return os.path.join(base, digest)
+
+
+def _claim_home(digest: str) -> int:
+    """A shared flock on <tmp>/nvfp4-arena-homes/<digest>.lock, held for the run (closed with the process): a
+    run tidies its home only when it can turn this exclusive, so never under another run's worker."""
+    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
+    base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=base_fd)
+    finally:
+        os.close(base_fd)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
 
 
 def start_worker() -> str:

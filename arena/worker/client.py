@@ -364,8 +364,8 @@ class Worker:
             except subprocess.TimeoutExpired:
                 pass
             else:
-                if self.isolation is not None and self.isolation.home:
-                    sandbox.tidy_home(self.isolation.home)     # the jail is gone: only its build cache stays
+                if self.isolation is not None:
+                    self.isolation.tidy_home()      # the jail is gone: only its build cache stays
             self.process = None
 
 
