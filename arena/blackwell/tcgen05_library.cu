@@ -37,6 +37,7 @@ extern __device__ unsigned int __nvfp4emu_state[EMU_STATE_WORDS];  // defined by
 __device__ uint32_t __nvfp4emu_tmem[EMU_MAX_SM * EMU_LANES * EMU_COLS];
 __device__ unsigned long long __nvfp4emu_owner[EMU_MAX_SM * EMU_GRANULES];
 __device__ unsigned long long __nvfp4emu_freed_by[EMU_MAX_SM * EMU_GRANULES];   // the CTA that freed a free granule
+__device__ unsigned long long __nvfp4emu_freed_at[EMU_MAX_SM * EMU_GRANULES];   // globaltimer of that dealloc
 __device__ int __nvfp4emu_lock[EMU_MAX_SM];
 __device__ unsigned long long __nvfp4emu_touched[EMU_MAX_SM];   // globaltimer of the last use of the SM's TMEM
 __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
@@ -243,6 +244,17 @@ static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
   return p;
 }
 
+// Columns another CTA freed within the last EMU_FREED_GRACE_NS are not handed out yet. That CTA's other warps may
+// still have loads of them to do (a dealloc with no barrier after them): on a B200 those loads finish within a
+// few microseconds, long before a new owner has written the columns, but emulated warps are slower and
+// scheduled otherwise, so without the grace the emulation would fail a race the hardware does not show. A load
+// after the dealloc still warns (W_LD_AFTER_DEALLOC); one after the grace, once another CTA holds them, fails.
+#define EMU_FREED_GRACE_NS 2000000ull
+static __device__ __forceinline__ bool emu_settled(uint32_t granule, unsigned long long me, unsigned long long now) {
+  const unsigned long long by = ((volatile unsigned long long*)__nvfp4emu_freed_by)[granule];
+  return by == 0ull || by == me || now > ((volatile unsigned long long*)__nvfp4emu_freed_at)[granule] + EMU_FREED_GRACE_NS;
+}
+
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
   // .sync.aligned: every lane of the warp executes it (the ISA's rule), so the library waits for all 32 even
   // where the warp runs in two groups (a lane that completed queued operations in a wait loop comes late).
@@ -264,9 +276,11 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
       __threadfence();
       int found = -1;
+      const unsigned long long now = emu_now();
       for (uint32_t g = 0; g + need <= EMU_GRANULES && found < 0; g += need) {  // aligned to the request
         bool free_run = true;
-        for (uint32_t i = 0; i < need; ++i) free_run &= (((volatile unsigned long long*)owner)[g + i] == 0ull);
+        for (uint32_t i = 0; i < need; ++i) free_run &= (((volatile unsigned long long*)owner)[g + i] == 0ull) &&
+                                                          emu_settled(sm * EMU_GRANULES + g + i, me, now);
         if (free_run) found = (int)g;
       }
       if (found >= 0) {
@@ -601,6 +615,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
       for (uint32_t g = col / 32u; g < (col + ncols) / 32u; ++g) {
         __nvfp4emu_freed_by[sm * EMU_GRANULES + g] = emu_my_tag();
+        __nvfp4emu_freed_at[sm * EMU_GRANULES + g] = emu_now();
         __nvfp4emu_owner[sm * EMU_GRANULES + g] = 0ull;
       }
       __threadfence();
