@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # CUDA counts GPUs as nvidia-smi and the jail's device nodes do (arena/isolation/gpu_nodes.py): in PCI bus order.
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
-from arena.isolation import sandbox  # noqa: E402  (standard library only: safe before the re-exec)
+from arena.isolation import parent_guard, secret_seed  # noqa: E402  (standard library only: safe before the re-exec)
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
 EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
@@ -287,7 +287,7 @@ def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_
     check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
         code, ranked = run_batch(jobs, jsonl, address, _console(), _console(stderr=True), earlier, gpus, per_gpu)
-    except (KeyboardInterrupt, sandbox.Terminated) as stop:
+    except (KeyboardInterrupt, parent_guard.Terminated) as stop:
         signum = getattr(stop, "signum", 2)
         click.echo(f"error: interrupted: every evaluation was stopped; the rows already in {jsonl} stay (run the "
                    "same command to go on)", err=True)
@@ -343,14 +343,14 @@ def evaluate(mode: str, given: dict):
         fail_setup(str(error), EXIT_SPEC)
     except EmulationUnavailable as error:
         fail_setup(str(error), EXIT_USAGE)
-    except sandbox.Terminated as stop:
+    except parent_guard.Terminated as stop:
         click.echo(f"error: {stop} before any case began: the submission's processes were ended", err=True)
         sys.exit(128 + stop.signum)
     except KeyboardInterrupt:
         click.echo("error: interrupted before any case began: the submission's processes were ended", err=True)
         sys.exit(130)
     finally:
-        sandbox.write_import_audit()
+        parent_guard.write_import_audit()
     if info.stopped:
         _ignore_further_signals()   # the results of the cases that finished get written whole
     from arena.report import terminal       # imported by run_mode already (it imports torch: not before the worker starts)
@@ -468,9 +468,9 @@ def compile_mode(submission, archs, expect, task_dir) -> int:
 
 def _take_secret_seed(cli_seed):
     """The secret seed leaves the environment before any child process exists (and, re-exec'd by
-    arena.isolation.sandbox.reexec_without_secrets, neither POPCORN_SEED nor --seed is in /proc/<pid>/environ or
+    arena.isolation.secret_seed.reexec_without_secrets, neither POPCORN_SEED nor --seed is in /proc/<pid>/environ or
     cmdline). POPCORN_SEED wins over --seed, as the runner's own value."""
-    handed = sandbox.take_handed_secrets()
+    handed = secret_seed.take_handed_secrets()
     raw = handed.get("popcorn")
     if raw is None:
         if handed.get("cli") is None:
@@ -486,7 +486,7 @@ def _take_secret_seed(cli_seed):
 
 
 if __name__ == "__main__":
-    sandbox.reexec_without_secrets()        # POPCORN_SEED and --seed out of /proc/<pid> before anything else
-    sandbox.start_import_audit()
-    sandbox.stop_on_signals()               # SIGTERM/SIGHUP unwind like Ctrl-C: the worker never outlives us
+    secret_seed.reexec_without_secrets()        # POPCORN_SEED and --seed out of /proc/<pid> before anything else
+    parent_guard.start_import_audit()
+    parent_guard.stop_on_signals()               # SIGTERM/SIGHUP unwind like Ctrl-C: the worker never outlives us
     cli()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from arena.worker import channel, tensorwire
-from arena.isolation import sandbox
+from arena.isolation import secret_seed, worker_text
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")
 
@@ -100,13 +100,13 @@ def test_oversized_or_garbled_messages_are_refused():
 
 def test_worker_text_loses_every_control_sequence():
     text = "ok\x1b[2K\x1b[1A\r\x1b]0;title\x07\x1b[32m✔ passed\x1b[0m\x00\x9b done\n\tnext"
-    assert sandbox.clean_text(text) == "ok✔ passed done\n\tnext"
+    assert worker_text.clean_text(text) == "ok✔ passed done\n\tnext"
 
 
 def test_secrets_leave_the_command_line():
-    kept, seed = sandbox._strip_seed_option(["eval.py", "test", "--seed", "42", "--json", "x"])
+    kept, seed = secret_seed._strip_seed_option(["eval.py", "test", "--seed", "42", "--json", "x"])
     assert kept == ["eval.py", "test", "--json", "x"] and seed == "42"
-    assert sandbox._strip_seed_option(["eval.py", "--seed=7"]) == (["eval.py"], "7")
+    assert secret_seed._strip_seed_option(["eval.py", "--seed=7"]) == (["eval.py"], "7")
 
 
 def test_seals_constant_is_what_the_decoder_requires():

@@ -1,12 +1,12 @@
-"""Unit tests of arena/audit/integrity.py and arena/audit/static_checks.py (fast, CPU, no eval.py subprocess except the
-re-exec test, which must be a real process)."""
+"""Unit tests of arena/audit/ (harness_guard.py, reply_audit.py, static_checks.py): fast, CPU, no eval.py
+subprocess except the re-exec test, which must be a real process."""
 import os
 import time
 
 import pytest
 import torch
 
-from arena.audit import integrity, static_checks
+from arena.audit import harness_guard, reply_audit, static_checks
 from tests.evalrun import ROOT
 
 
@@ -62,45 +62,45 @@ def test_the_flagship_submission_never_contains_the_word_stream():
 
 def test_honest_times_raise_no_flag():
     samples = [10_000.0 + 50 * i for i in range(20)]
-    assert integrity.timing_flags(samples, sol_us=8.994, wall_ns=[40_000.0], drain_ns=[15_000.0] * 3,
+    assert reply_audit.timing_flags(samples, sol_us=8.994, wall_ns=[40_000.0], drain_ns=[15_000.0] * 3,
                                   sync_ns=5_000.0, empty_ns=3_000.0) == []
 
 
 def test_below_speed_of_light_is_flagged():
-    flags = integrity.timing_flags([2_000.0] * 20, sol_us=8.994)
+    flags = reply_audit.timing_flags([2_000.0] * 20, sol_us=8.994)
     assert len(flags) == 1 and "below the B200 speed of light 8.994 us" in flags[0]
 
 
 def test_some_calls_below_speed_of_light_are_flagged():
-    flags = integrity.timing_flags([2_000.0] * 4 + [20_000.0] * 16, sol_us=8.994)
+    flags = reply_audit.timing_flags([2_000.0] * 4 + [20_000.0] * 16, sol_us=8.994)
     assert "4 of 20 timed calls ran faster than the B200 speed of light" in flags[0]
 
 
 def test_work_escaping_the_timed_stream_is_flagged():
     """Side stream: the event pair sees ~3 us, but the GPU drains for 1.4 ms after the call returns."""
-    flags = integrity.timing_flags([3_000.0] * 20, sol_us=None, drain_ns=[1_400_000.0] * 3, sync_ns=6_000.0)
+    flags = reply_audit.timing_flags([3_000.0] * 20, sol_us=None, drain_ns=[1_400_000.0] * 3, sync_ns=6_000.0)
     assert len(flags) == 1 and "work escapes the timed stream (side stream or thread)" in flags[0]
 
 
 def test_super_batch_pattern_is_flagged():
     samples = [200_000.0] + [3_100.0] * 19          # one call did everything, the rest an empty window
-    flags = integrity.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
+    flags = reply_audit.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
     assert len(flags) == 1 and "19 of 20 timed calls took no longer than an empty timed window" in flags[0]
     samples = [400_000.0] + [3_100.0] * 19          # 129x the median: the shape alone says it
-    flags = integrity.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
+    flags = reply_audit.timing_flags(samples, sol_us=None, empty_ns=3_000.0)
     assert len(flags) == 1 and "one call doing the work of many (super-batch)" in flags[0]
 
 
 def test_super_batch_is_flagged_without_an_empty_window():
     # What the CPU showed: a batch of 20, one call 990 ms, the others 17 us each.
     samples = [990e6] + [17e3] * 19
-    flags = integrity.timing_flags(samples, sol_us=None)
+    flags = reply_audit.timing_flags(samples, sol_us=None)
     assert len(flags) == 1 and "one call doing the work of many (super-batch)" in flags[0]
 
 
 def test_one_slow_outlier_is_not_a_super_batch():
     samples = [400_000.0] + [20_000.0] * 19
-    assert integrity.timing_flags(samples, sol_us=None, empty_ns=3_000.0) == []
+    assert reply_audit.timing_flags(samples, sol_us=None, empty_ns=3_000.0) == []
 
 
 # ---- output audit ------------------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def _data(seed=0):
 
 
 def test_audit_accepts_c_and_fresh_tensors_and_snapshots_them():
-    audit, sent = integrity.OutputAudit(), [_data(1), _data(2)]
+    audit, sent = reply_audit.OutputAudit(), [_data(1), _data(2)]
     outputs = [sent[0][1], torch.zeros(8, 16, 1, dtype=torch.float16)]
     snaps, errors = audit.arrived(["call 0", "call 1"], sent, outputs, Owner())
     assert errors == ["", ""]
@@ -127,25 +127,25 @@ def test_audit_accepts_c_and_fresh_tensors_and_snapshots_them():
 def test_audit_names_an_output_living_in_another_input():
     sent = [_data()]
     view = sent[0][0].view(-1)[:16].view(torch.float16).view(8, 1, 1)     # inside a, the uint8 input
-    _, errors = integrity.OutputAudit().arrived(["the call"], sent, [view], Owner())
+    _, errors = reply_audit.OutputAudit().arrived(["the call"], sent, [view], Owner())
     assert errors == ["the output of the call is a view of the input data[0], not a result"]
 
 
 def test_audit_names_outputs_shared_between_calls_and_other_calls_buffers():
     sent, shared = [_data(1), _data(2), _data(3)], torch.zeros(8, 16, 1, dtype=torch.float16)
-    _, errors = integrity.OutputAudit().arrived(["call 0", "call 1", "call 2"], sent,
+    _, errors = reply_audit.OutputAudit().arrived(["call 0", "call 1", "call 2"], sent,
                                                 [shared, shared, sent[0][1]], Owner())
     assert errors[0].startswith("the outputs of call 0 and call 1 are the same memory")
     assert "is an input buffer of call 0" in errors[2] or "are the same memory" in errors[2]
 
 
 def test_audit_sees_a_write_after_arrival_but_not_a_reused_buffer():
-    audit, owner = integrity.OutputAudit(), Owner()
+    audit, owner = reply_audit.OutputAudit(), Owner()
     out = torch.zeros(8, 16, 1, dtype=torch.float16)
     audit.arrived(["call 0"], [_data()], [out], owner)
     out[0, 0, 0] = 1.0                                          # lands after the parent took its snapshot
     assert audit.late_writes() == [("call 0", owner)]
-    audit2 = integrity.OutputAudit()
+    audit2 = reply_audit.OutputAudit()
     audit2.arrived(["case 0"], [_data()], [out], owner)
     out.fill_(2.0)                                              # the next call rewrites its own buffer ...
     audit2.arrived(["case 1"], [_data()], [out], owner)         # ... and returns it again: not a late write
@@ -154,19 +154,19 @@ def test_audit_sees_a_write_after_arrival_but_not_a_reused_buffer():
 
 def test_unchanged_input_finds_the_untouched_c_only():
     data = _data()
-    assert integrity.unchanged_input(data, data[1].clone()) == "data[1]"
-    assert integrity.unchanged_input(data, data[1] + 1) is None
+    assert reply_audit.unchanged_input(data, data[1].clone()) == "data[1]"
+    assert reply_audit.unchanged_input(data, data[1] + 1) is None
 
 
 # ---- the tripwire and the seed hand-over ------------------------------------------------------------------
 
 def test_guard_names_a_replaced_timer_and_is_quiet_otherwise():
-    guard = integrity.HarnessGuard()
+    guard = harness_guard.HarnessGuard()
     guard.check("now")
     real = time.perf_counter_ns
     try:
         time.perf_counter_ns = lambda: 0
-        with pytest.raises(integrity.IntegrityViolation, match="replaced harness functions inside: "
+        with pytest.raises(harness_guard.IntegrityViolation, match="replaced harness functions inside: "
                                                                "time.perf_counter_ns"):
             guard.check("inside")
     finally:
@@ -176,26 +176,26 @@ def test_guard_names_a_replaced_timer_and_is_quiet_otherwise():
 
 def test_deep_guard_sees_code_defaults_and_module_globals_swapped_in_place():
     from arena.clock import timing
-    guard = integrity.HarnessGuard()
+    guard = harness_guard.HarnessGuard()
     guard.check("now", deep=True)
-    code, defaults = integrity.time_calls_drain.__code__, integrity.time_calls_drain.__defaults__
+    code, defaults = harness_guard.time_calls_drain.__code__, harness_guard.time_calls_drain.__defaults__
     try:
-        integrity.time_calls_drain.__defaults__ = (lambda: 0,)
-        assert "arena.audit.integrity.time_calls_drain.__code__" in guard.violations(deep=True)
+        harness_guard.time_calls_drain.__defaults__ = (lambda: 0,)
+        assert "arena.audit.harness_guard.time_calls_drain.__code__" in guard.violations(deep=True)
         assert guard.violations(deep=False) == []          # identity alone cannot see it
     finally:
-        integrity.time_calls_drain.__defaults__ = defaults
+        harness_guard.time_calls_drain.__defaults__ = defaults
     real_time = timing.time
     try:
         timing.time = object()
         assert "arena.clock.timing.time" in guard.violations(deep=True)
     finally:
         timing.time = real_time
-    assert integrity.time_calls_drain.__code__ is code and guard.violations(deep=True) == []
+    assert harness_guard.time_calls_drain.__code__ is code and guard.violations(deep=True) == []
 
 
 def test_no_work_inside_the_timed_window_is_flagged():
-    flags = integrity.timing_flags([3_100.0] * 20, sol_us=None, empty_ns=3_000.0)
+    flags = reply_audit.timing_flags([3_100.0] * 20, sol_us=None, empty_ns=3_000.0)
     assert len(flags) == 1 and "no GPU work inside the timed window" in flags[0]
 
 
@@ -203,34 +203,34 @@ def test_slices_of_one_output_pool_are_distinct_results():
     """A submission may return disjoint slices of one preallocated buffer: not the same memory."""
     pool = torch.zeros(2, 8, 16, 1, dtype=torch.float16)
     sent = [_data(1), _data(2)]
-    _, errors = integrity.OutputAudit().arrived(["call 0", "call 1"], sent, [pool[0], pool[1]], Owner())
+    _, errors = reply_audit.OutputAudit().arrived(["call 0", "call 1"], sent, [pool[0], pool[1]], Owner())
     assert errors == ["", ""]
 
 
 def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
     """Seen on an H100: the honest kernel (26.8 us) once drained 204 us in the middle of 3 wall-clock calls."""
     samples = [26_800.0] * 200
-    assert integrity.timing_flags(samples, sol_us=1.333, drain_ns=[20_000.0, 204_500.0, 210_000.0, 18_000.0, 25_000.0],
+    assert reply_audit.timing_flags(samples, sol_us=1.333, drain_ns=[20_000.0, 204_500.0, 210_000.0, 18_000.0, 25_000.0],
                                   sync_ns=6_000.0) == []
-    flags = integrity.timing_flags(samples, sol_us=1.333, drain_ns=[2_100_000.0] * 5, sync_ns=6_000.0)
+    flags = reply_audit.timing_flags(samples, sol_us=1.333, drain_ns=[2_100_000.0] * 5, sync_ns=6_000.0)
     assert any("escapes the timed stream" in f for f in flags)
 
 
 def test_every_guarded_name_resolves():
     """GUARDED names harness internals by string: a rename would silently drop its guard."""
     import importlib
-    for module in ("arena.clock.timing", "arena.worker.server", "arena.audit.integrity", "arena.worker.channel", "arena.worker.tensorwire",
+    for module in ("arena.clock.timing", "arena.worker.server", "arena.audit.harness_guard", "arena.worker.channel", "arena.worker.tensorwire",
                    "socket", "json", "time"):
         importlib.import_module(module)
-    missing = [path for path in integrity.GUARDED if not integrity._resolve(path)[0]]
+    missing = [path for path in harness_guard.GUARDED if not harness_guard._resolve(path)[0]]
     assert missing == []
-    for module in integrity.DEEP_MODULES:
+    for module in harness_guard.DEEP_MODULES:
         importlib.import_module(module)
 
 
 def test_differing_elements_compares_bits_per_element():
     import torch
-    from arena.audit.integrity import differing_elements
+    from arena.audit.reply_audit import differing_elements
     a = torch.tensor([[1.0, float("nan")], [-0.0, 2.0]], dtype=torch.float16)
     b = a.clone()
     assert not differing_elements(a, b).any()                 # NaN equals itself by bits

@@ -1,1 +1,1 @@
-"""The rules of the game checked: integrity.py (the worker's harness guard and the parent's output audit) and static_checks.py (hints from a submission's text, never blocking)."""
+"""The rules of the game checked: harness_guard.py (the worker's tripwire), reply_audit.py (the parent's audit of outputs and times) and static_checks.py (hints from a submission's text, never blocking)."""

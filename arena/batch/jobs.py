@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from arena.isolation.cpuset import Cpuset
+from arena.isolation.processes import die_with_parent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not run here (needs a GPU this
@@ -175,13 +176,6 @@ def read_rows(jsonl: str) -> tuple[dict, list[str]]:
 
 # ---- on a Ray worker ---------------------------------------------------------------------------------------
 
-def _die_with_parent():
-    """In the eval.py child: if the Ray worker running it is lost, so is the run (Ray runs it again)."""
-    import ctypes
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _stop(process: subprocess.Popen):
@@ -290,7 +284,7 @@ def evaluate_one(submission: Submission, plan: BatchPlan, counter=None) -> dict:
         pinning = "cpuset cgroup" if fence else pinning
 
         def start():
-            _die_with_parent()
+            die_with_parent()       # a lost Ray worker takes its run with it (Ray runs it again)
             if fence:
                 fence.enter()
             if cores:

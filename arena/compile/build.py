@@ -1,5 +1,5 @@
 """Building one source for one arch, and what a build shows: ptxas's resource usage per kernel and the
-tensor-core instructions in its SASS. nvcc runs in a jail (arena/isolation/sandbox.py run_jailed) because a source's
+tensor-core instructions in its SASS. nvcc runs in a jail (arena/isolation/jail.py run_jailed) because a source's
 flags reach /bin/sh there. Used by eval.py (compile_submission) and verdict.py (the Build it judges).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from arena.isolation import sandbox
+from arena.isolation import jail, worker_text
 from arena.compile.archs import EMULATED, MMA_PATTERN
 from arena.compile.diagnosis import build_failure
 from arena.compile.nvcc import compiler, disassembler, nvcc_command, system_includes
@@ -52,7 +52,7 @@ class Build:
 
 
 def build(source: Source, arch: str) -> Build:
-    """Build one source for one arch in a jail (arena/isolation/sandbox.py run_jailed): its flags reach nvcc, which runs
+    """Build one source for one arch in a jail (arena/isolation/jail.py run_jailed): its flags reach nvcc, which runs
     its steps through /bin/sh, so a flag like `-DX=$(cmd)` runs `cmd` there, never in the evaluator."""
     nvcc, env = compiler(arch)
     system = system_includes(source)
@@ -69,16 +69,16 @@ def build(source: Source, arch: str) -> Build:
     readable = tools + list(source.includes) + [p[2:] for p in system if p.startswith("-I")]
     if env:             # the emulation toolchain's folder (its nvcc shim, the library) and CUDA toolkit
         readable += [v for k, v in env.items() if k.startswith("NVFP4EMU_") and os.path.isabs(v)]
-    done, _ = sandbox.run_jailed(commands, f"compile:{source.text}", {path: source.text}, readable, env)
+    done, _ = jail.run_jailed(commands, f"compile:{source.text}", {path: source.text}, readable, env)
     compiled = done[0]
     if compiled.returncode != 0:
         error = build_failure(compiled.stderr + compiled.stdout)
-        return Build(source.name, arch, FAILED, error=sandbox.clean_text(error, 600))
+        return Build(source.name, arch, FAILED, error=worker_text.clean_text(error, 600))
     if arch == EMULATED:            # tcgen05 became library calls: no tensor-core instruction to count
         return Build(source.name, arch, BUILT, kernels=parse_ptxas(compiled.stderr))
     if len(done) < 2 or done[1].returncode != 0:
         said = done[1].stderr.strip()[:200] if len(done) > 1 else "not run"
-        raise CompileError(f"cuobjdump could not read the {arch} build: {sandbox.clean_text(said, 200)}")
+        raise CompileError(f"cuobjdump could not read the {arch} build: {worker_text.clean_text(said, 200)}")
     return Build(source.name, arch, BUILT, kernels=parse_ptxas(compiled.stderr),
                  mma=Counter(m.group(0) for m in MMA_PATTERN[arch].finditer(done[1].stdout)))
 

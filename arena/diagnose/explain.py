@@ -8,7 +8,7 @@ import time
 import torch
 
 from arena.taskdef.checking import ReferenceCheck
-from arena.audit.integrity import same_bits
+from arena.audit.reply_audit import same_bits
 from arena.diagnose.common import ATOL, RTOL, Diagnosis
 from arena.diagnose.hypotheses import is_gemm_contract
 from arena.diagnose.verdict import diagnose

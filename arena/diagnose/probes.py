@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from arena.nvfp4.formats import BLOCK_SIZE, decode_e4m3
-from arena.audit.integrity import differing_elements
+from arena.audit.reply_audit import differing_elements
 from arena.nvfp4.layouts import COLS_PER_TILE, ROWS_PER_TILE, ceil_div, to_permuted
 from arena.diagnose.common import fmt
 from arena.diagnose.anatomy import anatomy

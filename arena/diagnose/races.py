@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from arena.taskdef.checking import mismatch_mask
-from arena.audit.integrity import differing_elements
+from arena.audit.reply_audit import differing_elements
 from arena.diagnose.anatomy import tile_counts
 from arena.diagnose.common import TILE, Diagnosis, as_3d
 

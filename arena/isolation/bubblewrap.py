@@ -1,7 +1,7 @@
 """The jail every piece of submission-controlled code runs in: bubblewrap (`bwrap`), a maintained sandbox tool
 (Flatpak's), plus util-linux's `setpriv` and `prlimit` (docs/integrity.md, "The sandbox").
 
-Used by arena/isolation/sandbox.py (the worker: import, calls, its load_inline builds) and arena/compile/build.py (the nvcc
+Used by arena/isolation/jail.py (the worker: import, calls, its load_inline builds) and arena/compile/build.py (the nvcc
 builds of `eval.py compile`). `command()` wraps an argv so that it runs:
 - as a uid/gid of its own that owns nothing on the host (as root; a user without root keeps its own uid
   inside a user namespace of its own),

@@ -65,7 +65,7 @@ def jail_nodes(visible: str | None = None, dev: str = "/dev", proc: str = PROC_G
     """The NVIDIA nodes under `dev` to bind into the jail: every shared node and nvidia-caps/*, and of the
     per-GPU nodes only the evaluation's (`visible` defaults to this process's CUDA_VISIBLE_DEVICES). A MIG
     device keeps every per-GPU node (its GPU is not resolved here). Inside, the jail's CUDA_VISIBLE_DEVICES
-    must name that GPU by its UUID (arena/isolation/sandbox.py): an index counts the GPUs the jail sees, one."""
+    must name that GPU by its UUID (arena/isolation/jail.py): an index counts the GPUs the jail sees, one."""
     if visible is None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     nodes = sorted(p for p in glob.glob(os.path.join(dev, "nvidia*")) + glob.glob(os.path.join(dev, "nvidia-caps", "*"))

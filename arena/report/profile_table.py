@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from arena.isolation.sandbox import clean_text
+from arena.isolation.worker_text import clean_text
 
 MAX_ROWS = 40
 COLUMNS = ("name", "calls", "self CPU µs", "CPU total µs", "self device µs", "device total µs")

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from arena.isolation import cleanup, sandbox
+from arena.isolation import jail, parent_guard, processes
 from arena.run.options import RunOptions
 from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
 
@@ -66,10 +66,10 @@ def run_mode(task, options: RunOptions):
     `options.record(results)` is called after every case, so the caller can write what is finished before
     the run ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
     sandboxed = options.sandboxed and os.environ.get("POPCORN_NCU") is None and \
-        os.environ.get(sandbox.NO_SANDBOX_ENV) != "1"
+        os.environ.get(jail.NO_SANDBOX_ENV) != "1"
     options = replace(options, sandboxed=sandboxed)
-    cleanup.note_bystanders()               # processes below us before the run are not ours to end
-    launch = Launch(hardening=sandbox.harden_parent(sandboxed), clock=time.perf_counter())
+    processes.note_bystanders()             # processes below us before the run are not ours to end
+    launch = Launch(hardening=parent_guard.harden_parent(sandboxed), clock=time.perf_counter())
     if options.popcorn_fd is not None:
         os.set_inheritable(int(options.popcorn_fd), False)
     progress = Progress(quiet=options.quiet)
@@ -83,7 +83,7 @@ def run_mode(task, options: RunOptions):
         return _run(task, options, launch)
     finally:
         progress.close()
-        cleanup.end_started()               # what the evaluation started, before any result is written
+        processes.end_started()             # what the evaluation started, before any result is written
 
 
 @dataclass
@@ -178,8 +178,8 @@ def _run(task, options: RunOptions, launch: Launch):
             if (ranked or options.first_failure) and not results[-1].passed:
                 break               # as the competition: a ranked run stops at the first failure
         evaluator.finish()                  # late writes to outputs already checked
-    except (KeyboardInterrupt, sandbox.Terminated) as stop:
-        stopped = str(stop) if isinstance(stop, sandbox.Terminated) else "interrupted (SIGINT)"
+    except (KeyboardInterrupt, parent_guard.Terminated) as stop:
+        stopped = str(stop) if isinstance(stop, parent_guard.Terminated) else "interrupted (SIGINT)"
         signum = getattr(stop, "signum", 2)
     finally:
         worker.stop()

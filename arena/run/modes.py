@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from arena.clock import gpustate, masking, timing
-from arena.audit import integrity
-from arena.isolation import sandbox
+from arena.audit import reply_audit
+from arena.isolation import worker_text
 from arena.taskdef.checking import ReferenceCheck
 from arena.report.progress import Silent
 from arena.taskdef.nested import tensors_in
@@ -109,7 +109,7 @@ class Evaluator:
         self.clean = clean                        # imports arena/clock/clean_submission.py: the clock baseline
         self.device = device
         self.limits = limits
-        self.audit = integrity.OutputAudit()      # aliasing, untouched c, late writes (arena/audit/integrity.py)
+        self.audit = reply_audit.OutputAudit()      # aliasing, untouched c, late writes (arena/audit/reply_audit.py)
         self._clean_staged = False
         self.spin_sizer = SpinSizer()             # the GPU's work ahead of each window (arena/clock/parent_clock.py)
         self._probes = CaseResult(index=-1, spec="probe", passed=False)     # collects what probed calls print
@@ -145,7 +145,7 @@ class Evaluator:
         snaps, errors = self.audit.arrived(labels, sent, outputs, result)
         problem = next((e for e in errors if e), "")
         for label, data, snap in zip(labels, originals, snaps):
-            path = None if problem else integrity.unchanged_input(data, snap)
+            path = None if problem else reply_audit.unchanged_input(data, snap)
             if path:
                 where = "" if len(labels) == 1 else f", {label}"
                 problem = f"{UNCHANGED} ({path} still holds its pre-filled " \
@@ -171,7 +171,7 @@ class Evaluator:
         """Fail every case with an output that changed after it arrived; True if `result` is one."""
         hit = False
         for label, owner in self.audit.late_writes():
-            owner.passed, owner.error, owner.details = False, f"the output of {label} {integrity.LATE_WRITE}", []
+            owner.passed, owner.error, owner.details = False, f"the output of {label} {reply_audit.LATE_WRITE}", []
             hit = hit or owner is result
         return hit
 
@@ -212,7 +212,7 @@ class Evaluator:
         self._seen_per_call = max(per_call, self._seen_per_call or 0.0)
         self._note_threads(answer.fields, result)
         if answer.output_text:
-            result.output = (result.output + "\n" + answer.output_text).strip()[-sandbox.OUTPUT_CAP:]
+            result.output = (result.output + "\n" + answer.output_text).strip()[-worker_text.OUTPUT_CAP:]
         return answer
 
     def _check(self, data, output, result) -> tuple[bool, str, list]:
@@ -543,7 +543,7 @@ def fresh_seed() -> int:
 
 
 def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]:
-    """Flags for times that cannot be honest (arena/audit/integrity.py timing_flags): faster than the B200 speed of
+    """Flags for times that cannot be honest (arena/audit/reply_audit.py timing_flags): faster than the B200 speed of
     light, the GPU still busy long after the call returned (work escaping the timed stream), or many calls
     no longer than an empty timed window (super-batch / replay)."""
     if not result.stats:
@@ -551,5 +551,5 @@ def timing_warnings(result: CaseResult, extras: dict | None = None) -> list[str]
     extras = extras or {}
     samples = extras.get("samples") or [result.stats.median]
     wall = [result.wall.median] if result.wall else None
-    return integrity.timing_flags(samples, result.sol_us, wall, extras.get("drain_ns"), extras.get("sync_ns"),
+    return reply_audit.timing_flags(samples, result.sol_us, wall, extras.get("drain_ns"), extras.get("sync_ns"),
                                   extras.get("empty_ns"))

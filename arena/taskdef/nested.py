@@ -1,5 +1,5 @@
 """Walking the nested tuples, lists and dicts that tasks pass around (inputs, outputs, requests).
-Standard library at import (torch is imported where a tensor is met), like arena/audit/integrity.py, its user."""
+Standard library at import (torch is imported where a tensor is met), like arena/audit/reply_audit.py, its user."""
 
 
 def map_leaves(value, fn):

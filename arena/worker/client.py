@@ -1,7 +1,7 @@
 """The trusted side of the process boundary: starts, feeds, times out and replaces the worker.
 
 The worker is a fresh `python -m arena.worker.server` process (never a multiprocessing child: those inherit the
-parent's authkey and argv), started under its own user by arena/isolation/sandbox.py, talking over one socket of JSON
+parent's authkey and argv), started under its own user by arena/isolation/jail.py, talking over one socket of JSON
 and shared memory (arena/worker/channel.py, arena/worker/tensorwire.py). Every reply is parsed as hostile data.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 
 from arena.clock import masking
 from arena.worker import channel, tensorwire
-from arena.isolation import cleanup, sandbox
+from arena.isolation import jail, parent_guard, processes, worker_text
 from arena.taskdef.memory import oom_kills
 from arena.taskdef.nested import copy_storages, tensors_in
 from arena.report.profile_table import ProfileError, build_table
@@ -39,11 +39,11 @@ class WorkerFailure(RuntimeError):
     """The submission raised, crashed, hung or broke the CUDA context; `str()` is one clear line."""
 
     def __init__(self, message: str, replace: bool = False, traceback: str = "", hang: bool = False):
-        super().__init__(sandbox.clean_text(message, 600).replace("\n", " "))
+        super().__init__(worker_text.clean_text(message, 600).replace("\n", " "))
         self.replace = replace          # the worker is gone or poisoned: start a new one
         # The worker's words (its traceback and what it printed), each line framed so that no line of it can
         # read as one of the evaluator's own in a report.
-        self.traceback = frame_worker_text(sandbox.clean_text(traceback, 4000))
+        self.traceback = frame_worker_text(worker_text.clean_text(traceback, 4000))
         self.hang = hang                # no answer within the time limit
 
 
@@ -129,7 +129,7 @@ class Worker:
     sandboxed: bool = True
     process: subprocess.Popen | None = None
     sock: socket.socket | None = None
-    isolation: sandbox.Isolation | None = None
+    isolation: jail.Isolation | None = None
     traps: list = field(default_factory=list)
     notices: list = field(default_factory=list)     # one-line announcements from the worker (emulation, ...)
     hardening: str = "not started"
@@ -149,7 +149,7 @@ class Worker:
         # The worker's first word, sent before any submission code runs: it started (in its jail).
         self._receive(self.import_timeout, "starting the worker")
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
-        sandbox.worker_started()            # from the hello on, the submission's code may run
+        parent_guard.worker_started()       # from the hello on, the submission's code may run
         channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe,
                                            self.emulate_blackwell).to_message())
         if probe and not self._probe():
@@ -253,7 +253,7 @@ class Worker:
         """Keep the worker's one-line announcements (deduplicated, cleaned, at most 4) across its replies
         and across replacement workers."""
         for notice in reply.get("notices", []) if isinstance(reply.get("notices"), list) else []:
-            line = sandbox.clean_text(notice, 200) if isinstance(notice, str) else ""
+            line = worker_text.clean_text(notice, 200) if isinstance(notice, str) else ""
             if line and line not in self.notices and len(self.notices) < 4:
                 self.notices.append(line)
 
@@ -358,7 +358,7 @@ class Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)     # its own session: grandchildren too
             except (ProcessLookupError, PermissionError):
                 pass
-            cleanup.end_started()
+            processes.end_started()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -1,4 +1,4 @@
-"""The untrusted side: started by arena/worker/client.py in its jail (arena/isolation/sandbox.py), imports the submission and
+"""The untrusted side: started by arena/worker/client.py in its jail (arena/isolation/jail.py), imports the submission and
 calls `custom_kernel`.
 
 It talks to the parent over one Unix socket (arena/worker/channel.py: JSON plus shared-memory descriptors, never a
@@ -101,9 +101,9 @@ class Session:
         self.staged_pointers: dict = {}
         self.scratch: list = []
         import threading
-        from arena.audit import integrity  # noqa: F401
+        from arena.audit import harness_guard  # noqa: F401
         from arena.clock import masking, timing  # noqa: F401
-        self.guard = integrity.HarnessGuard()      # before the submission can touch anything
+        self.guard = harness_guard.HarnessGuard()      # before the submission can touch anything
         self.threads_before = _foreign_threads(threading)
         kernel = self._import(submission)
         self.guard.check("while being imported", deep=True)
@@ -251,10 +251,10 @@ class Session:
 
     def wall(self, inputs: list) -> dict:
         """Sync-to-sync wall-clock calls that also measure the drain (side-stream check)."""
-        from arena.audit import integrity
-        outputs, wall, drain = integrity.time_calls_drain(self.custom_kernel, inputs, self._sync)
+        from arena.audit import harness_guard
+        outputs, wall, drain = harness_guard.time_calls_drain(self.custom_kernel, inputs, self._sync)
         return {"outputs": outputs, "wall_ns": wall, "drain_ns": drain,
-                "sync_ns": integrity.sync_latency_ns(self._sync)}
+                "sync_ns": harness_guard.sync_latency_ns(self._sync)}
 
     def profile(self, inputs: list) -> dict:
         import torch
@@ -340,7 +340,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
     `warnings` (the worker's own, such as cores it could not lock) go out with the ready message."""
     import threading
 
-    from arena.audit import integrity
+    from arena.audit import harness_guard
     from arena.worker import channel, tensorwire
     from arena.worker.messages import OPS, Hello, Request
     channel.send(sock, {"started": True})
@@ -371,7 +371,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
                                                   # "needs a Blackwell GPU": the emulation is one)
         session = Session(hello.submission, hello.task_folder, device,
                           after_call=blackwell.raise_on_error if blackwell else None)
-    except integrity.IntegrityViolation as error:
+    except harness_guard.IntegrityViolation as error:
         channel.send(sock, {"error": str(error)})
         return
     except BaseException as error:        # SyntaxError, ImportError, a failing load_inline, ...
@@ -400,7 +400,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
             session.guard.check("during the request", deep=asked.op != "go")
             session.keep_alive.extend(reply.get("outputs", []))
             reply["threads"] = _foreign_threads(threading) - session.threads_before
-        except integrity.IntegrityViolation as error:
+        except harness_guard.IntegrityViolation as error:
             reply = {"error": str(error), "poisoned": True}
         except NotPlain as error:
             reply = {"error": str(error)}
@@ -424,8 +424,8 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
 
 
 def main():
-    from arena.isolation import sandbox
-    unlocked = sandbox.start_worker()         # before torch, before the submission
+    from arena.isolation import jail
+    unlocked = jail.start_worker()     # before torch, before the submission
     fd = int(os.environ.pop(CHANNEL_FD_ENV))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
     serve(sock, [unlocked] if unlocked else [])

@@ -1,4 +1,4 @@
-"""Starting the worker process: `python -I -B` running arena.worker.server in its jail (arena/isolation/sandbox.py), one socket to it.
+"""Starting the worker process: `python -I -B` running arena.worker.server in its jail (arena/isolation/jail.py), one socket to it.
 
 Free of torch, so the parent can start the worker before its own `import torch` and both imports run at once
 (about 3.5 s each on the H100 machine). Until the parent's hello names the submission, only our code runs
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from arena.isolation import sandbox
+from arena.isolation import jail, worker_text
 from arena.compile import cutlass_include_dirs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,8 +23,8 @@ class Spawned:
     """A started worker process, waiting for the parent's hello."""
     process: subprocess.Popen
     sock: socket.socket                 # the parent's end of the channel
-    isolation: sandbox.Isolation
-    traps: list                         # its stdout and stderr, read by threads (sandbox.OutputTrap)
+    isolation: jail.Isolation
+    traps: list                         # its stdout and stderr, read by threads (worker_text.OutputTrap)
 
 
 def with_cutlass_headers(env: dict) -> dict:
@@ -48,13 +48,13 @@ def worker_argv() -> list[str]:
 def spawn_worker(submission: str, sandboxed: bool, readable: list[str] = (), probe_failed: str = "") -> Spawned:
     """Start the worker jailed unless `sandboxed` is off or CUDA failed in a jailed worker before
     (`probe_failed` says how). `readable`: folders it must read besides the evaluator's (the task's)."""
-    isolation = sandbox.Isolation(submission, sandboxed and not probe_failed)
+    isolation = jail.Isolation(submission, sandboxed and not probe_failed)
     if probe_failed:
         isolation.state = f"off: CUDA failed in the jailed worker ({probe_failed})"
         isolation.weak = isolation.state
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     env = with_cutlass_headers(isolation.environment())
-    env[sandbox.NO_SANDBOX_ENV] = "0" if isolation.home else "1"
+    env[jail.NO_SANDBOX_ENV] = "0" if isolation.home else "1"
     env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
     argv = isolation.wrap(worker_argv(), [ROOT, os.path.dirname(submission), *readable,
                                           *env.get("CPATH", "").split(os.pathsep)])
@@ -62,4 +62,4 @@ def spawn_worker(submission: str, sandboxed: bool, readable: list[str] = (), pro
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     child_end.close()
     return Spawned(process, parent_end, isolation,
-                   [sandbox.OutputTrap(process.stdout), sandbox.OutputTrap(process.stderr)])
+                   [worker_text.OutputTrap(process.stdout), worker_text.OutputTrap(process.stderr)])
