@@ -15,14 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # CUDA counts GPUs as nvidia-smi and the jail's device nodes do (arena/isolation/gpu_nodes.py): in PCI bus order.
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
-from arena.isolation import parent_guard, secret_seed  # noqa: E402  (standard library only: safe before the re-exec)
-
-EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_SPEC = 0, 2, 112, 113
-EXIT_NOT_RUN = 114      # nothing failed, but some cases were not judged: they need a GPU this machine lacks, or the
-                        # Blackwell emulation cannot judge them
-BATCH_CORRECTNESS_PER_GPU = 4   # `batch --mode test` evaluations at once per GPU (measured: docs/batch.md, "Packing: the emulated corpus")
-DEFAULT_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
-               "diagnose": "tests"}
+# standard library only: safe before the re-exec
+from arena.isolation import parent_guard, secret_seed  # noqa: E402
+from arena.report.exit_codes import EXIT_FAILED, EXIT_NOT_RUN, EXIT_OK, EXIT_SPEC, EXIT_USAGE  # noqa: E402
+from arena.batch.command import BATCH_CORRECTNESS_PER_GPU  # noqa: E402
+from arena.run.plan import DEFAULT_CASE_SET  # noqa: E402
 
 
 def fail_setup(message: str, code: int):
@@ -222,86 +219,14 @@ def compile_command(submission, task_dir, archs, expect, emulate_blackwell):
 def batch(paths, task_dir, mode, specfile, manifest, emulate_blackwell, per_gpu, jsonl, address, timeout,
           report_path, gpus):
     """Evaluate many submissions (files, or folders of *.py files, or a --manifest) in parallel on Ray."""
-    sys.exit(batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus,
-                        manifest=manifest, emulate_blackwell=emulate_blackwell, per_gpu=per_gpu))
-
-
-def batch_mode(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None,
-               manifest=None, emulate_blackwell=False, per_gpu=None) -> int:
-    import hashlib
-
-    from arena.batch.jobs import BatchPlan, find_submissions, read_manifest, read_rows
-    from arena.batch.ray_driver import ray_missing_line, run_batch
+    from arena.batch.command import run_batch_command
     from arena.run.plan import PlanError
-    from arena.run.plan import read_cases as planned_cases
-    from arena.taskdef.definition import REPO_ROOT
-
-    missing = ray_missing_line()
-    if missing:
-        fail_setup(missing, EXIT_USAGE)
-    if gpus is not None and address:
-        fail_setup("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own", EXIT_USAGE)
-    if not paths and not manifest:
-        fail_setup("name the submissions: PATH... (files or folders), or --manifest FILE", EXIT_USAGE)
-    if per_gpu is not None and per_gpu > 1 and mode != "test":
-        fail_setup(f"--per-gpu {per_gpu}: {mode} mode times each submission, and a timed run never shares its GPU",
-                   EXIT_USAGE)
-    per_gpu = per_gpu or (BATCH_CORRECTNESS_PER_GPU if mode == "test" else 1)
-    # What to evaluate, as (file, task folder, spec file, expected verdict)
-    wanted = [(path, task_dir, specfile, "") for path in paths]
-    errors = []
-    if manifest:
-        entries, problems = read_manifest(manifest)
-        errors += problems
-        wanted += [(e.file, e.task or task_dir, e.spec or specfile, e.expected) for e in entries]
-    jobs = []
-    groups: dict[tuple, list] = {}
-    for path, task_folder, spec, expected in wanted:
-        groups.setdefault((task_folder, spec), []).append((path, expected))
-    for (task_folder, spec), members in groups.items():
-        try:
-            task, cases, spec_text = planned_cases(task_folder, spec, DEFAULT_SET[mode])
-        except PlanError as error:  # these files are left out, the others go on
-            errors += [str(error)] + [f"{path}: left out (its task or spec file above)" for path, _ in members]
-            continue
-        folder = os.path.abspath(task.folder)
-        inside = os.path.commonpath([folder, str(REPO_ROOT)]) == str(REPO_ROOT)
-        plan = BatchPlan(task_dir=os.path.relpath(folder, REPO_ROOT) if inside else folder, task_name=task.name,
-                         mode=mode, spec_text=spec_text,
-                         cases_id=f"spec:{hashlib.sha256(spec_text.encode()).hexdigest()[:16]}" if spec_text
-                         else DEFAULT_SET[mode], case_count=len(cases), timeout=timeout,
-                         emulate_blackwell=emulate_blackwell)
-        submissions, missing_files = find_submissions([path for path, _ in members])
-        errors += missing_files
-        expected_of = dict(members)
-        for submission in submissions:
-            submission.expected = expected_of.get(submission.path, "")
-            jobs.append((submission, plan))
-    for line in errors:
-        click.echo(f"error: {line}", err=True)
-    if not jobs:
-        fail_setup("no submission to evaluate", EXIT_USAGE)
-    earlier, problems = read_rows(jsonl)
-    for line in problems:
-        click.echo(f"warning: {line}", err=True)
-    check_output_paths((report_path, "report", False), (jsonl, "JSONL file", False))
     try:
-        code, ranked = run_batch(jobs, jsonl, address, _console(), _console(stderr=True), earlier, gpus, per_gpu)
-    except (KeyboardInterrupt, parent_guard.Terminated) as stop:
-        signum = getattr(stop, "signum", 2)
-        click.echo(f"error: interrupted: every evaluation was stopped; the rows already in {jsonl} stay (run the "
-                   "same command to go on)", err=True)
-        return 128 + signum
-    if report_path:
-        from arena.report.html_report import write_batch_report
-        plan = jobs[0][1]
-        try:
-            write_batch_report(report_path, f"nvfp4-arena batch: {plan.task_name} {mode} ({plan.cases_id})",
-                               ranked, timed=mode != "test")
-            click.echo(f"report: {report_path}", err=True)
-        except OSError as error:
-            click.echo(f"error: cannot write the report: {error}", err=True)
-    return EXIT_FAILED if errors and code == EXIT_OK else code
+        sys.exit(run_batch_command(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path, gpus,
+                                   manifest=manifest, emulate_blackwell=emulate_blackwell, per_gpu=per_gpu,
+                                   console=_console(), err_console=_console(stderr=True)))
+    except PlanError as error:
+        fail_setup(str(error), error.code)
 
 
 def evaluate(mode: str, given: dict):
@@ -313,7 +238,7 @@ def evaluate(mode: str, given: dict):
 
     popcorn_fd = os.environ.pop("POPCORN_FD", None)      # the worker inherits neither the fd nor its number
     secret = _take_secret_seed(given["seed"])
-    specfile, only, case_set = given["specfile"], given["only"], given["case_set"] or DEFAULT_SET[mode]
+    specfile, only, case_set = given["specfile"], given["only"], given["case_set"] or DEFAULT_CASE_SET[mode]
     try:
         task, options = plan_run(mode, given, case_set, secret, popcorn_fd)
     except PlanError as error:
@@ -321,7 +246,11 @@ def evaluate(mode: str, given: dict):
     submission = given["submission"]
     json_path, report_path, plots_dir = given["json_path"], given.get("report_path"), given.get("plots_dir")
     if mode == "diagnose" and not specfile and not only:    # the first failing case, unless one was chosen
-        options = replace(options, cases=tuple(diagnose_default(task, options, case_set)))
+        from arena.run.diagnose_cases import diagnose_cases
+        try:
+            options = replace(options, cases=tuple(diagnose_cases(task, options, case_set)))
+        except PlanError as error:
+            fail_setup(str(error), error.code)
     from arena.audit import static_checks
     static = static_checks.scan(submission, task.name)
     other = task_named_elsewhere(submission, task)
@@ -396,39 +325,6 @@ def _ignore_further_signals():
     import signal
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-
-
-def diagnose_default(task, options, case_set):
-    """The cases `diagnose` probes when none is chosen: the first case of `case_set` that fails under `test`
-    (one case that cannot show the bug would say all is well); if every case passes, the task's small probe
-    case (nvfp4_gemm) or its first case. One line on stderr says which and why."""
-    from arena.run.evaluation import run_mode
-    from arena.report.progress import Progress
-    from arena.taskdef.specs import Case, format_spec
-    indexed = list(options.cases)
-    progress = Progress(quiet=options.quiet)
-    progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
-    results, _, info = run_mode(task, replace(options, mode="test", quiet=True, first_failure=True, popcorn_fd=None,
-                                              figures=False))
-    progress.close()
-    if info.stopped:
-        fail_setup(f"{info.stopped} while looking for a failing case", 128 + info.signal)
-    failing = next((r for r in results if not r.passed), None)
-    if failing is not None:
-        click.echo(f"diagnose: case {failing.index} of {case_set} fails under test ({failing.error[:160]}): "
-                   "probing it", err=True)
-        return [(i, c) for i, c in indexed if i == failing.index]
-    if task.name == "nvfp4_gemm":
-        from arena.diagnose import DEFAULT_PROBE_CASE
-        case = Case(args=dict(DEFAULT_PROBE_CASE), spec=format_spec(DEFAULT_PROBE_CASE))
-        click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing the small probe case "
-                   f"({case.spec})", err=True)
-        return [(0, case)]
-    from arena.diagnose.choice import choose_case
-    at, why = choose_case([c.args for _, c in indexed])     # the case with every switch on (causal attention)
-    click.echo(f"diagnose: all {len(results)} {case_set} cases pass under test: probing case {indexed[at][0]} "
-               f"({why.split(': ', 1)[1]})", err=True)
-    return indexed[at:at + 1]
 
 
 def _console(stderr: bool = False):

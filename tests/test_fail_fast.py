@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from arena.run.modes import AUTO_FLOOR_S, auto_timeout
+from arena.run.limits import AUTO_FLOOR_S, auto_timeout
 from tests.evalrun import GOOD, ROOT, SMALL, as_from_a_terminal, run_eval, spec_file, submission
 
 MANY = "".join(f"m: 128; n: 256; k: 256; l: 1; seed: {i}\n" for i in range(8))

@@ -222,7 +222,8 @@ def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, 
 def test_a_jit_submission_gets_the_build_allowance_on_each_case_first_call():
     from types import SimpleNamespace
 
-    from arena.run.modes import BUILD_ALLOWANCE_S, Evaluator
+    from arena.run.evaluator import Evaluator
+    from arena.run.limits import BUILD_ALLOWANCE_S
     evaluator = object.__new__(Evaluator)
     evaluator.limits, evaluator.device = SimpleNamespace(case_timeout=None, emulated=False), "cpu"
     evaluator.builds, evaluator._answered, evaluator._seen_per_call = True, True, None

@@ -104,7 +104,7 @@ def test_the_secret_seed_is_not_recoverable_from_the_combined_seed():
 
 
 def test_timed_seeds_are_64_bit_and_fresh():
-    from arena.run.modes import fresh_seed
+    from arena.run.evaluator import fresh_seed
     seeds = {fresh_seed() for _ in range(1000)}
     assert len(seeds) == 1000 and max(seeds) > 2**62 and all(0 <= s < 2**64 for s in seeds)
     torch.manual_seed(max(seeds))           # torch takes every one of them
@@ -115,7 +115,7 @@ def test_a_workers_own_account_of_its_windows_cannot_break_the_case():
     for a float become None, never an exception in the parent."""
     from types import SimpleNamespace
 
-    from arena.run.modes import _window_row, median_phases
+    from arena.run.benchmark import _window_row, median_phases
     hostile = SimpleNamespace(elapsed_ns=2e6, fields={"phases_ns": [10**400, "x"], "host_ns": float("nan")})
     clean = SimpleNamespace(elapsed_ns=1e6, fields={"phases_ns": [True], "host_ns": "y"})
     assert _window_row(hostile, clean, 5e5) == [2000.0, 1000.0, 500.0, None, None, None, None]

@@ -1,4 +1,4 @@
-"""The parent's audit of what the worker sends back (docs/integrity.md), used by arena/run/modes.py for every
+"""The parent's audit of what the worker sends back (docs/integrity.md), used by arena/run/evaluator.py for every
 reply: `OutputAudit` (contract tricks, returning the input c, outputs aliasing inputs or each other, writes that
 land after the call returned) and `timing_flags` (times that cannot be honest). Module level imports only the
 standard library; torch where a tensor is met.

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from arena.isolation.cpuset import Cpuset
 from arena.isolation.processes import die_with_parent
+from arena.report.exit_codes import EXIT_NOT_RUN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not run here (needs a GPU this
@@ -33,7 +34,6 @@ EVALUATED_CODES = (0, 112, 114)     # eval.py's verdicts: passed, failed, not ru
 FITTED_TIMEOUT_BOUND_S = 600.0      # a case's requests under eval.py's fitted timeout, at most (for the deadline)
 RETRIES = 3                         # runs of one evaluation after the first, when its process or node is lost
 RAY_INSTALL = "python3 -m pip install 'ray>=2.9'"
-EXIT_NOT_JUDGED = 114
 # A manifest's `expected` words, as passed (True) or failed (False); a build failure is a failed evaluation
 EXPECTED_WORDS = {"pass": True, "passed": True, "fail": False, "failed": False, "build_fail": False}
 
@@ -150,7 +150,7 @@ def agreement(row: dict) -> str:
     """How the row's verdict meets the manifest's expected one: "yes", "NO", or "" (nothing expected, no
     verdict, or not judged here: exit 114)."""
     expected = (row.get("expected") or "").lower()
-    if expected not in EXPECTED_WORDS or not row.get("evaluated") or row.get("exit_code") == EXIT_NOT_JUDGED:
+    if expected not in EXPECTED_WORDS or not row.get("evaluated") or row.get("exit_code") == EXIT_NOT_RUN:
         return ""
     return "yes" if EXPECTED_WORDS[expected] == bool(row.get("passed")) else "NO"
 

@@ -8,11 +8,11 @@ import json
 import os
 import time
 
+from arena.report.exit_codes import EXIT_FAILED, EXIT_NOT_RUN, EXIT_OK
 from arena.report.progress import PLAIN_EVERY_S
-from arena.batch.jobs import (EXIT_NOT_JUDGED, RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
+from arena.batch.jobs import (RAY_INSTALL, RETRIES, ROOT, BatchPlan, Submission, evaluate_one,
                          row_identity, row_key)
 
-EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 112
 # What a cluster node needs of this folder to run eval.py (only with --address: a local cluster reads it here)
 UPLOAD_EXCLUDES = [".git", ".official", ".public", "**/__pycache__", "*.so", "*.o", "*.whl", "*.tar.xz"]
 
@@ -212,7 +212,7 @@ def render_table(console, ranked: list[dict], jobs: list[Job], wall: float | Non
         passed_cases = sum(1 for c in row.get("cases", []) if c.get("passed"))
         figure = (f"{row['geomean_us']:.2f}" if row.get("geomean_us") else "—") if timed else \
             f"{passed_cases}/{len(row.get('cases', []))}"
-        if row.get("exit_code") == EXIT_NOT_JUDGED:
+        if row.get("exit_code") == EXIT_NOT_RUN:
             verdict = Text("– not judged", style="yellow")
         else:
             verdict = Text("✔ passed", style="green") if row.get("passed") else \

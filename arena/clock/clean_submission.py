@@ -1,4 +1,4 @@
-"""The submission a clean calibration worker imports (arena/run/modes.py): that worker only ever times empty windows,
+"""The submission a clean calibration worker imports (arena/run/evaluator.py): that worker only ever times empty windows,
 so the parent's clock baseline comes from a process the evaluated submission never touched."""
 
 

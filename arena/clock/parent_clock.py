@@ -7,7 +7,7 @@ the same L2 flush and work ahead of the window, the same digest, the same messag
 beyond the clean one is the work of its calls, measured where the submission cannot reach: the worker's
 reported times may refine that figure, never undercut it by more than the tolerance below.
 
-Used by arena/run/modes.py; standard library only at import (torch where the GPU is measured).
+Used by arena/run/evaluator.py and arena/run/benchmark.py; standard library only at import (torch where the GPU is measured).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The pattern of a wrong output's errors, cheap to take (the anatomy alone: no hypotheses, no second call):
 two failing cases with the same pattern are taken to fail the same way, so only the first is diagnosed in
-full (arena/run/modes.py Evaluator._diagnose; --diagnose-all diagnoses every one).
+full (arena/run/evaluator.py Evaluator._diagnose; --diagnose-all diagnoses every one).
 
 The pattern holds what does not depend on luck in the data: NaN/Inf present, all zeros, the share of wrong
 elements in coarse steps, and the wrong rows and columns as the anatomy words them (computed here without the

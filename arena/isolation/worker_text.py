@@ -1,4 +1,4 @@
-"""The worker's text made safe (arena/worker/client.py, arena/run/modes.py, arena/report/): no escape sequences
+"""The worker's text made safe (arena/worker/client.py, arena/run/evaluator.py, arena/report/): no escape sequences
 or control characters for a terminal or a one-line protocol, and at most OUTPUT_CAP bytes of its stdout and
 stderr kept per case. Standard library only.
 """

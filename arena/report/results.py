@@ -1,4 +1,4 @@
-"""What a run produces, shared by the evaluator (arena/run/modes.py), the diagnosis (arena/diagnose/) and the
+"""What a run produces, shared by the evaluator (arena/run/evaluator.py), the diagnosis (arena/diagnose/) and the
 report (arena/report/terminal.py): one case's result, what the run as a whole saw, and the leaderboard's score."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """One evaluation run, from the trusted parent: harden it, start the worker, run each case of the mode, end every
-process the submission started. eval.py (the command line) calls `run_mode`; arena/run/modes.py holds what each
+process the submission started. eval.py (the command line) calls `run_mode`; arena/run/evaluator.py holds what each
 mode does with one case.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ def blackwell_emulation_problem(torch) -> str | None:
 
 def run_mode(task, options: RunOptions):
     """Run `options.mode` on `options.cases`: (results, reports, RunInfo). `options.timeout` None: each
-    request's limit fits its case (arena/run/modes.py auto_timeout). After a hang the other cases are not run
+    request's limit fits its case (arena/run/limits.py auto_timeout). After a hang the other cases are not run
     (`keep_going` runs them); SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped).
     `options.record(results)` is called after every case, so the caller can write what is finished before
     the run ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
@@ -97,7 +97,9 @@ class Launch:
 
 def _run(task, options: RunOptions, launch: Launch):
     import torch
-    from arena.run.modes import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Evaluator, Limits
+    from arena.run.benchmark import benchmark_case
+    from arena.run.evaluator import Evaluator
+    from arena.run.limits import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Limits
     from arena.report.results import RunInfo, mark_not_run
     from arena.report.terminal import system_info
     from arena.worker.client import Worker, WorkerFailure
@@ -168,7 +170,7 @@ def _run(task, options: RunOptions, launch: Launch):
                 results.append(result)
                 reports[index] = table
             else:
-                results.append(evaluator.benchmark(index, case, case.extra.get("sol_us")))
+                results.append(benchmark_case(evaluator, index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
             mark_not_run(results[-1])
             record(results)                 # written before the line says the case is done

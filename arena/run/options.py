@@ -1,5 +1,5 @@
 """What one evaluation was asked to do, as one typed object: eval.py (the command line) builds it once and
-arena/run/evaluation.py, arena/run/modes.py read it. Only the standard library: it exists before torch is imported.
+arena/run/evaluation.py, arena/run/evaluator.py read it. Only the standard library: it exists before torch is imported.
 """
 from __future__ import annotations
 

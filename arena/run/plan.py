@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import os
 
+from arena.report.exit_codes import EXIT_SPEC, EXIT_USAGE
 from arena.run.options import RunOptions
 
-EXIT_USAGE, EXIT_SPEC = 2, 113
+# The task.yml case set each mode runs when no spec file is given
+DEFAULT_CASE_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
+                    "diagnose": "tests"}
+
 
 
 class PlanError(Exception):
