@@ -67,11 +67,30 @@ def test_a_bad_task_yml_case_exits_113_naming_the_list_and_case(tmp_path):
     assert "task.yml `tests`, case 1" in line and "k must be a multiple of 64, got 1000" in line, line
 
 
+@pytest.mark.parametrize("line, named", [
+    ("expect_mma: false", "expect_mma: \"no\""),
+    ("competition_timing: {calls_per_sample: 1}", "competition_timing: {calls_per_sample: 0}"),
+    ("speed_of_light_us: [8.622, 17.275, 4.317]", "speed_of_light_us: [8.622, fast, 4.317]"),
+])
+def test_a_bad_task_yml_field_is_one_line_naming_the_field(tmp_path, line, named):
+    """task.yml's fields are typed when the task loads (arena/taskdef/definition.py TaskConfig): a wrong one
+    is one error line naming it, not a traceback from wherever it is read first."""
+    from arena.taskdef.definition import TaskError, load_task
+    folder = tmp_path / "task"
+    shutil.copytree(GEMV, folder)
+    yml = folder / "task.yml"
+    assert line in yml.read_text()
+    yml.write_text(yml.read_text().replace(line, named, 1))
+    field = named.split(":")[0]
+    with pytest.raises(TaskError, match=f"task.yml: .*{field}"):
+        load_task(folder)
+
+
 def test_the_shipped_case_lists_obey_their_rules():
     from arena.taskdef.definition import load_task
     for folder in (GEMM, GEMV, GROUP, f"{ROOT}/tasks/nvfp4_dual_gemm"):
         task = load_task(folder)
-        assert task.config.get("case_rules"), folder
+        assert task.config.case_rules, folder
         for which in ("tests", "benchmarks", "robustness"):
             task.cases(which)       # raises on a broken case
 

@@ -59,7 +59,7 @@ def check_memory(task, indexed):
     """Each case's memory (task.yml `memory_bytes`) against what this machine has available, before anything
     is generated: a case that cannot fit is refused (113), not the out-of-memory killer minutes later."""
     from arena.taskdef.memory import EstimateError, available_bytes, estimate_bytes, gib
-    expression, available = task.config.get("memory_bytes"), available_bytes()
+    expression, available = task.config.memory_bytes, available_bytes()
     if not expression or available is None:
         return
     for index, case in indexed:
@@ -76,7 +76,7 @@ def check_device(task, case_set: str, specfile):
     """A case set task.yml marks `gpu_only_sets` (cases whose inputs alone take minutes to make on a CPU)
     is refused up front without a GPU: one line naming what runs instead."""
     from arena.report.progress import gpu_present
-    if specfile or case_set not in (task.config.get("gpu_only_sets") or []) or gpu_present():
+    if specfile or case_set not in task.config.gpu_only_sets or gpu_present():
         return
     raise PlanError(f"{task.name}'s {case_set} need a CUDA GPU (their inputs alone take minutes to make on a CPU): "
                     f"on a CPU, use --set tests (or a spec file of smaller cases)", EXIT_SPEC)

@@ -70,18 +70,63 @@ def task_named_elsewhere(submission: str, task: "Task") -> str:
             f"was written for {other}, {_where(other)}")
 
 
+@dataclass(frozen=True)
+class TaskConfig:
+    """task.yml as typed fields, each checked when the task loads (a TaskError line naming the field). `raw`
+    keeps the whole mapping, runner keys included (lang, config, files, description)."""
+    case_sets: dict             # "tests" / "benchmarks" / "robustness" -> list of case mappings
+    speed_of_light_us: tuple    # one per benchmark, in order (µs)
+    case_rules: dict | None     # arena/taskdef/specs.py check_case
+    expect_mma: bool            # `eval.py compile` requires tensor-core MMA instructions
+    calls_per_sample: int       # competition_timing.calls_per_sample: inputs timed back to back per sample
+    tolerance: dict             # {"rtol", "atol"}
+    memory_bytes: str | None    # an expression of a case's arguments (arena/taskdef/memory.py)
+    gpu_only_sets: tuple        # case sets refused without a GPU
+    raw: dict
+
+    @classmethod
+    def parse(cls, config: dict, path: Path) -> "TaskConfig":
+        def field(name, kinds, default, what):
+            value = config.get(name, default)
+            right = isinstance(value, bool) if kinds is bool else isinstance(value, kinds) and not isinstance(value, bool)
+            if value is None or right:
+                return value
+            raise TaskError(f"{path}: `{name}` must be {what}, got {value!r}")
+        sets = {which: field(which, list, [], "a list of case mappings") or [] for which in CASE_SETS}
+        sol = field("speed_of_light_us", list, [], "a list of numbers (µs, one per benchmark)") or []
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in sol):
+            raise TaskError(f"{path}: `speed_of_light_us` must be a list of numbers > 0, got {sol!r}")
+        timing = field("competition_timing", dict, {}, "a mapping ({calls_per_sample: N})") or {}
+        calls = timing.get("calls_per_sample", 1)
+        if not isinstance(calls, int) or isinstance(calls, bool) or not 1 <= calls <= 1000:
+            raise TaskError(f"{path}: competition_timing.calls_per_sample must be an integer from 1 to 1000, got "
+                            f"{calls!r}")
+        gpu_only = field("gpu_only_sets", list, [], f"a list of case sets ({', '.join(CASE_SETS)})") or []
+        if not set(gpu_only) <= set(CASE_SETS):
+            raise TaskError(f"{path}: `gpu_only_sets` names a set other than {', '.join(CASE_SETS)}: {gpu_only!r}")
+        try:
+            tolerance = parse_tolerance(config.get("tolerance"), path)
+        except ToleranceError as error:
+            raise TaskError(str(error)) from None
+        return cls(case_sets=sets, speed_of_light_us=tuple(float(v) for v in sol),
+                   case_rules=field("case_rules", dict, None, "a mapping of argument rules"),
+                   expect_mma=bool(field("expect_mma", bool, False, "true or false")), calls_per_sample=calls,
+                   tolerance=tolerance, memory_bytes=field("memory_bytes", str, None, "an expression (a string)"),
+                   gpu_only_sets=tuple(gpu_only), raw=config)
+
+
 @dataclass
 class Task:
     folder: Path
-    config: dict
+    config: TaskConfig
 
     @property
     def name(self) -> str:
         return self.folder.name if self.folder != REPO_ROOT else "nvfp4_gemm"
 
     def cases(self, which: str) -> list[Case]:
-        entries = self.config.get(which) or []
-        sol = (self.config.get("speed_of_light_us") or []) if which == "benchmarks" else []
+        entries = self.config.case_sets.get(which, [])
+        sol = self.config.speed_of_light_us if which == "benchmarks" else ()
         cases = []
         for i, args in enumerate(entries):
             if not isinstance(args, dict):
@@ -97,7 +142,7 @@ class Task:
 
     def check_cases(self, cases: list[Case], where: str):
         """Every case against task.yml's `case_rules`; TaskError naming the first broken case and why."""
-        rules = self.config.get("case_rules")
+        rules = self.config.case_rules
         if not rules:
             return
         for i, case in enumerate(cases):
@@ -116,27 +161,19 @@ class Task:
     @property
     def expect_mma(self) -> bool:
         """Whether `eval.py compile` requires tensor-core MMA instructions (task.yml `expect_mma`)."""
-        return bool(self.config.get("expect_mma", False))
+        return self.config.expect_mma
 
     @property
     def competition_calls(self) -> int:
         """Distinct inputs the competition's eval.py times back to back per sample (task.yml
         `competition_timing.calls_per_sample`; 1 where it times every call alone)."""
-        timing = self.config.get("competition_timing") or {}
-        calls = timing.get("calls_per_sample", 1) if isinstance(timing, dict) else 1
-        if not isinstance(calls, int) or isinstance(calls, bool) or not 1 <= calls <= 1000:
-            raise TaskError(f"{self.folder / 'task.yml'}: competition_timing.calls_per_sample must be an integer "
-                            f"from 1 to 1000, got {calls!r}")
-        return calls
+        return self.config.calls_per_sample
 
     @property
     def tolerance(self) -> dict:
         """{"rtol": ..., "atol": ...}: task.yml `tolerance`, the one value the task's check and the diagnosis
         use (reference.py reads it with `tolerance_beside`)."""
-        try:
-            return parse_tolerance(self.config.get("tolerance"), self.folder / "task.yml")
-        except ToleranceError as error:
-            raise TaskError(str(error)) from None
+        return self.config.tolerance
 
     def import_reference(self):
         """Import this task's reference module (the task folder first on sys.path, the repo root after)."""
@@ -171,8 +208,7 @@ def load_task(folder: str | Path | None) -> Task:
     for needed in ("reference.py", "task.py"):
         if not (folder / needed).is_file():
             raise TaskError(f"{folder}: missing {needed}")
-    task = Task(folder=folder, config=config)
+    task = Task(folder=folder, config=TaskConfig.parse(config, path))
     for which in CASE_SETS:
         task.cases(which)   # validate early: one clear line instead of a failure mid-run
-    task.competition_calls  # validated here too: a bad value is one TaskError line before anything runs
     return task
