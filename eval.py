@@ -252,8 +252,8 @@ def evaluate(mode: str, given: dict):
         except PlanError as error:
             fail_setup(str(error), error.code)
     from arena.audit import static_checks
-    static = static_checks.scan(submission, task.name)
-    other = task_named_elsewhere(submission, task)
+    static = static_checks.scan_text(options.submission.text, task.name)
+    other = task_named_elsewhere(options.submission, task)
     if other:
         click.echo(f"notice: {other}", err=True)
 

@@ -204,6 +204,7 @@ def test_a_task_whose_reference_fails_to_import_is_one_clear_line(tmp_path):
 
 
 def test_a_submission_whose_popcorn_header_names_another_task_is_told_which_task_to_pass(tmp_path):
+    from arena.submission_file import SubmissionFile
     from arena.taskdef.definition import load_task, task_named_elsewhere
     written = tmp_path / "gemv_kernel.py"
     written.write_text("#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n"
@@ -211,29 +212,30 @@ def test_a_submission_whose_popcorn_header_names_another_task_is_told_which_task
     run = run_eval("test", "--only", "0", "--submission", str(written))
     assert ("notice: gemv_kernel.py names the leaderboard nvfp4_gemv (its #!POPCORN line), but this run "
             "evaluates nvfp4_gemm: pass --task tasks/nvfp4_gemv") in run.stderr
-    assert task_named_elsewhere(str(written), load_task(os.path.join(ROOT, "tasks", "nvfp4_gemv"))) == ""
-    assert task_named_elsewhere(GOOD, load_task(ROOT)) == ""           # no header: nothing to say
+    assert task_named_elsewhere(SubmissionFile.read(str(written)), load_task(os.path.join(ROOT, "tasks", "nvfp4_gemv"))) == ""
+    assert task_named_elsewhere(SubmissionFile.read(GOOD), load_task(ROOT)) == ""           # no header: nothing to say
 
 
 def test_without_a_header_a_submission_that_speaks_only_of_another_task_gets_a_notice(tmp_path):
     """No #!POPCORN line: the file's name and source decide. `gemm` is every GEMM task's word, so it never
     suggests nvfp4_gemm and never proves a file is not a gemm one; the runner's `modal_` prefix is the same task."""
+    from arena.submission_file import SubmissionFile
     from arena.taskdef.definition import load_task, task_named_elsewhere
     gemm, gemv = load_task(ROOT), load_task(os.path.join(ROOT, "tasks", "nvfp4_gemv"))
     dual = load_task(os.path.join(ROOT, "tasks", "nvfp4_dual_gemm"))
     gemv_file = tmp_path / "gemv_submission.py"
     gemv_file.write_text(open(os.path.join(ROOT, "tasks", "nvfp4_gemv", "torch_submission.py")).read())
     gemv_file = str(gemv_file)
-    assert task_named_elsewhere(gemv_file, gemm).startswith("gemv_submission.py speaks of nvfp4_gemv (2 mentions)")
-    assert task_named_elsewhere(gemv_file, gemm).endswith("if it was written for nvfp4_gemv, pass --task tasks/nvfp4_gemv")
-    assert task_named_elsewhere(gemv_file, gemv) == ""
+    assert task_named_elsewhere(SubmissionFile.read(gemv_file), gemm).startswith("gemv_submission.py speaks of nvfp4_gemv (2 mentions)")
+    assert task_named_elsewhere(SubmissionFile.read(gemv_file), gemm).endswith("if it was written for nvfp4_gemv, pass --task tasks/nvfp4_gemv")
+    assert task_named_elsewhere(SubmissionFile.read(gemv_file), gemv) == ""
     dual_file = tmp_path / "kernel.py"
     dual_file.write_text("# NVFP4 dual GEMM: two GEMMs sharing A, a gemm epilogue; gemm gemm gemm\n"
                          "def dual_gemm_kernel(): pass\n")
-    assert task_named_elsewhere(str(dual_file), dual) == ""
-    assert "speaks of nvfp4_dual_gemm (2 mentions)" in task_named_elsewhere(str(dual_file), gemm)
+    assert task_named_elsewhere(SubmissionFile.read(str(dual_file)), dual) == ""
+    assert "speaks of nvfp4_dual_gemm (2 mentions)" in task_named_elsewhere(SubmissionFile.read(str(dual_file)), gemm)
     moded = tmp_path / "modal.py"
     moded.write_text("#!POPCORN leaderboard modal_nvfp4_dual_gemm\n" + open(GOOD).read())
-    assert task_named_elsewhere(str(moded), dual) == ""
+    assert task_named_elsewhere(SubmissionFile.read(str(moded)), dual) == ""
     for own in (GOOD, os.path.join(ROOT, "submission.py")):
-        assert task_named_elsewhere(own, gemm) == ""
+        assert task_named_elsewhere(SubmissionFile.read(own), gemm) == ""

@@ -212,11 +212,9 @@ def test_a_report_or_plots_path_that_cannot_be_written_is_one_line_before_anythi
     ("from torch.utils.cpp_extension import load_inline\nm = load_inline(name='gemm', cpp_sources='')\n", ["gemm"]),
     ("def custom_kernel(data):\n    return data[0]\n", []),
 ])
-def test_jit_compiling_submissions_get_the_first_call_build_allowance(tmp_path, source, names):
+def test_jit_compiling_submissions_get_the_first_call_build_allowance(source, names):
     from arena.report.progress import extensions_built_by
-    path = tmp_path / "submission.py"
-    path.write_text(source)
-    assert extensions_built_by(str(path)) == names
+    assert extensions_built_by(source) == names
 
 
 def test_a_jit_submission_gets_the_build_allowance_on_each_case_first_call():

@@ -9,7 +9,6 @@ Standard library only.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ import sys
 import tempfile
 
 from arena.isolation import bubblewrap, gpu_nodes, homes, processes
+from arena.submission_file import SubmissionFile
 
 NO_SANDBOX_ENV = "ARENA_NO_SANDBOX"        # set to 1 by --no-sandbox (or under ncu): the worker runs as we do
 HOME_ENV = "ARENA_WORKER_HOME"
@@ -38,7 +38,7 @@ class Isolation:
     """How the worker is started. `state` is one line for reports; `weak` says why the worker could harm a
     later run or the evaluator (leaderboard refuses to rank then, unless --no-sandbox)."""
 
-    def __init__(self, submission: str, enabled: bool):
+    def __init__(self, submission: SubmissionFile, enabled: bool):
         self.home = None
         self.uid = None
         self.weak = ""
@@ -49,7 +49,7 @@ class Isolation:
         if not sys.platform.startswith("linux"):
             self.state, self.weak = "off (not Linux)", "the sandbox (bubblewrap) needs Linux"
             return
-        digest = hashlib.sha256(open(submission, "rb").read()).hexdigest()[:24]
+        digest = submission.sha256[:24]
         uid, bwrap, problem = _jail_for(digest)
         if problem:
             self.state, self.weak = f"off: {problem}", f"no sandbox: {problem}"

@@ -21,26 +21,18 @@ def gpu_present() -> bool:
     return any(os.path.exists(node) for node in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg"))
 
 
-def _source(submission_path: str) -> str:
-    try:
-        return open(submission_path, encoding="utf-8", errors="replace").read()
-    except OSError:
-        return ""
-
-
-def jit_kernels_in(submission_path: str) -> list[str]:
-    """The submission's CuTe DSL or Triton kernels: they JIT-compile on the first call for each new shape."""
-    source = _source(submission_path)
+def jit_kernels_in(source: str) -> list[str]:
+    """The CuTe DSL or Triton kernels of a submission's text: they JIT-compile on the first call for each new
+    shape."""
     return [label for label, marks in (("CuTe DSL kernels", ("cute.compile", "@cute.jit", "@cute.kernel")),
                                        ("Triton kernels", ("@triton.jit",)))
             if any(mark in source for mark in marks)]
 
 
-def extensions_built_by(submission_path: str) -> list[str]:
+def extensions_built_by(source: str) -> list[str]:
     """What the submission compiles when it is imported or first called: the `name=` of each load_inline/load call,
     and its CuTe DSL or Triton kernels."""
-    source = _source(submission_path)
-    jit = jit_kernels_in(submission_path)
+    jit = jit_kernels_in(source)
     if "load_inline" not in source and "cpp_extension" not in source:
         return jit
     names = list(dict.fromkeys(re.findall(r"""name\s*=\s*["']([A-Za-z0-9_]+)["']""", source)))
@@ -73,12 +65,13 @@ class Progress:
 
     # ---- the run's phases --------------------------------------------------------------------------
 
-    def starting(self, submission_path: str):
-        names = extensions_built_by(submission_path) if gpu_present() else []
+    def starting(self, submission):
+        """`submission`: arena/submission_file.py SubmissionFile."""
+        names = extensions_built_by(submission.text) if gpu_present() else []
         building = f": building CUDA extension {', '.join(names)} (nvcc; cached after the first build)" if names else ""
         # a submission that builds on its first call (a lazy load_inline) builds during case 0's first call
         self.first_call_note = f" (the first call may build {', '.join(names)} first)" if names else ""
-        self._stage(f"starting the worker, importing {submission_path.rsplit('/', 1)[-1]}{building}")
+        self._stage(f"starting the worker, importing {submission.name}{building}")
 
     def announce(self, text: str):
         """A step outside any case (a build of `eval.py compile`, a batch's phase)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from arena.isolation import jail, parent_guard, processes
 from arena.run.options import RunOptions
+from arena.submission_file import SubmissionFile
 from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
 
 CLEAN_SUBMISSION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clock", "clean_submission.py")
@@ -133,12 +134,12 @@ def _run(task, options: RunOptions, launch: Launch):
     import_timeout = max(options.timeout or 0, EMULATED_BUILD_ALLOWANCE_S if options.emulate_blackwell else 300.0)
     worker = Worker(options.submission, str(task.folder), device, import_timeout=import_timeout,
                     sandboxed=options.sandboxed, spawned=launch.early, emulate_blackwell=options.emulate_blackwell)
-    clean = Worker(CLEAN_SUBMISSION, str(task.folder), device, import_timeout=import_timeout,
+    clean = Worker(SubmissionFile.read(CLEAN_SUBMISSION), str(task.folder), device, import_timeout=import_timeout,
                    sandboxed=options.sandboxed)
     evaluator = Evaluator(reference, worker, device, limits, progress=progress, figures=options.figures,
                           clean=clean)
-    evaluator.builds = bool(extensions_built_by(options.submission))
-    evaluator.builds_per_shape = bool(jit_kernels_in(options.submission))
+    evaluator.builds = bool(extensions_built_by(options.submission.text))
+    evaluator.builds_per_shape = bool(jit_kernels_in(options.submission.text))
     indexed = list(options.cases)
     results, reports, refused = [], {}, ""
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON

@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from arena.submission_file import SubmissionFile
+
 
 @dataclass(frozen=True)
 class RunOptions:
     """One run: the mode, the cases, the limits and timing, the sandbox, where results go, the emulation."""
     mode: str                                   # test, benchmark, leaderboard, profile or diagnose
-    submission: str                             # absolute path of the submission file
+    submission: SubmissionFile                  # the file, read once (its path is absolute)
     cases: tuple = ()                           # ((index in the case list, specs.Case), ...) to run, in order
     # limits
     timeout: float | None = None                # s per request to the worker; None: fitted to each case

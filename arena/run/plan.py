@@ -9,6 +9,7 @@ import os
 
 from arena.report.exit_codes import EXIT_SPEC, EXIT_USAGE
 from arena.run.options import RunOptions
+from arena.submission_file import SubmissionFile
 
 # The task.yml case set each mode runs when no spec file is given
 DEFAULT_CASE_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
@@ -121,12 +122,16 @@ def plan_run(mode: str, given: dict, case_set: str, secret: int | None, popcorn_
     submission = given["submission"]
     if not os.path.isfile(submission):
         raise PlanError(f"no submission file at {submission} (use --submission PATH)", EXIT_USAGE)
+    try:
+        source = SubmissionFile.read(submission)
+    except OSError as error:
+        raise PlanError(f"cannot read the submission {submission}: {error.strerror}", EXIT_USAGE) from None
     report_path, plots_dir = given.get("report_path"), given.get("plots_dir")
     check_output_paths((given["json_path"], "JSON file", False), (report_path, "report", False),
                        (plots_dir, "plots folder", True))
     if mode == "diagnose" and popcorn_fd is not None:
         raise PlanError("diagnose mode writes a report for people; it has no POPCORN_FD protocol", EXIT_USAGE)
-    options = RunOptions(mode=mode, submission=os.path.abspath(submission), cases=tuple(indexed),
+    options = RunOptions(mode=mode, submission=source, cases=tuple(indexed),
                          timeout=given["timeout"], max_runs=given.get("max_runs"), max_time=given.get("max_time"),
                          keep_going=given.get("keep_going", False), timing_method=given.get("timing_method"),
                          diagnose_all=given.get("diagnose_all", False), strict=given.get("strict", False),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from arena.submission_file import SubmissionFile
 from arena.taskdef.specs import Case, check_case, format_spec
 from arena.taskdef.tolerance import ToleranceError, parse_tolerance
 
@@ -42,16 +42,11 @@ def _where(named: str) -> str:
         "no task folder of that name here" if named != "nvfp4_gemm" else "leave --task out"
 
 
-def task_named_elsewhere(submission: str, task: "Task") -> str:
+def task_named_elsewhere(submission: SubmissionFile, task: "Task") -> str:
     """One line when the submission's `#!POPCORN leaderboard NAME` header (popcorn-cli's) names another task
     than the one this run evaluates, or, without a header, when its name and source speak of another task (at
     least twice) and never of this one: its inputs will not be the ones it was written for."""
-    try:
-        with open(submission, encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 20)
-    except OSError:
-        return ""
-    name = os.path.basename(submission)
+    text, name = submission.text[:1 << 20], submission.name
     found = _LEADERBOARD.search(text[:4096])
     if found:
         named = found.group(1).removeprefix("modal_")        # the runner's prefix: modal_nvfp4_dual_gemm

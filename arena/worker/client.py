@@ -23,6 +23,7 @@ from arena.isolation import jail, parent_guard, processes, worker_text
 from arena.taskdef.memory import oom_kills
 from arena.taskdef.nested import copy_storages, tensors_in
 from arena.report.profile_table import ProfileError, build_table
+from arena.submission_file import SubmissionFile
 from arena.worker.messages import REPLY_NUMBER_LISTS, Hello, Request
 from arena.worker.spawn import Spawned, spawn_worker
 
@@ -122,7 +123,7 @@ def _digest(value) -> list[int]:
 @dataclass
 class Worker:
     """One worker process holding the imported submission."""
-    submission: str
+    submission: SubmissionFile
     task_folder: str
     device: str
     import_timeout: float
@@ -150,7 +151,7 @@ class Worker:
         self._receive(self.import_timeout, "starting the worker")
         probe = self.device == "cuda" and self.isolation.home is not None and not self.isolation.weak
         parent_guard.worker_started()       # from the hello on, the submission's code may run
-        channel.send(self.sock, Hello(self.submission, self.task_folder, self.device, probe,
+        channel.send(self.sock, Hello(self.submission.path, self.task_folder, self.device, probe,
                                            self.emulate_blackwell).to_message())
         if probe and not self._probe():
             return

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from arena.isolation import jail, worker_text
 from arena.compile import cutlass_include_dirs
+from arena.submission_file import SubmissionFile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -45,7 +46,8 @@ def worker_argv() -> list[str]:
     return [sys.executable, "-I", "-B", "-c", boot]
 
 
-def spawn_worker(submission: str, sandboxed: bool, readable: list[str] = (), probe_failed: str = "") -> Spawned:
+def spawn_worker(submission: SubmissionFile, sandboxed: bool, readable: list[str] = (),
+                 probe_failed: str = "") -> Spawned:
     """Start the worker jailed unless `sandboxed` is off or CUDA failed in a jailed worker before
     (`probe_failed` says how). `readable`: folders it must read besides the evaluator's (the task's)."""
     isolation = jail.Isolation(submission, sandboxed and not probe_failed)
@@ -56,7 +58,7 @@ def spawn_worker(submission: str, sandboxed: bool, readable: list[str] = (), pro
     env = with_cutlass_headers(isolation.environment())
     env[jail.NO_SANDBOX_ENV] = "0" if isolation.home else "1"
     env["ARENA_CHANNEL_FD"] = str(child_end.fileno())
-    argv = isolation.wrap(worker_argv(), [ROOT, os.path.dirname(submission), *readable,
+    argv = isolation.wrap(worker_argv(), [ROOT, os.path.dirname(submission.path), *readable,
                                           *env.get("CPATH", "").split(os.pathsep)])
     process = subprocess.Popen(argv, env=env, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
