@@ -101,6 +101,16 @@ def test_markup_in_worker_text_is_printed_as_text(one, mode):
     assert "[bold green]✔ test 0 passed[/bold green]" in run.stdout.replace("\n", ""), run.stdout[-3000:]
 
 
+def test_html_in_worker_text_reaches_the_html_report_as_text(one, tmp_path):
+    report = tmp_path / "report.html"
+    run = run_eval("test", one, "--submission", exploit("html_text"), "--report", str(report), "--quiet")
+    assert run.code == 112, run.stderr[-1500:]
+    page = report.read_text()
+    assert "&lt;script&gt;document.getElementById" in page, page[-3000:]
+    assert "<script>document" not in page and "<img src=x" not in page and "<h1>PASS" not in page
+    assert page.count("<section") == page.count("</section>") == 1
+
+
 def test_forged_times_on_a_hijacked_channel_fail_the_ranked_run(one, exploit_dir):
     run = run_eval("leaderboard", one, "--submission", exploit("channel_hijack"), *FAST, popcorn=True,
                    env={"EXPLOIT_DIR": exploit_dir})

@@ -113,10 +113,14 @@ def test_files_the_parent_would_import_later_cannot_be_planted(tmp_path, exploit
 
 @pytest.mark.parametrize("mode,submission", [("test", GOOD), ("test", exploit("out_fp32")),
                                              ("benchmark", GOOD), ("diagnose", exploit("out_untouched_c")),
-                                             ("test", os.path.join(ROOT, "tests", "submissions", "crashes.py"))])
+                                             ("test", os.path.join(ROOT, "tests", "submissions", "crashes.py")),
+                                             ("test --report", exploit("out_fp32"))])
 def test_the_parent_imports_no_module_once_submission_code_may_run(one, tmp_path, mode, submission):
+    """Every mode, and the HTML report (its templates compile before the worker starts)."""
     audit = str(tmp_path / "late_imports")
-    args = (mode, one, "--submission", submission) + (FAST if mode == "benchmark" else ())
+    mode, *report = mode.split()
+    args = (mode, one, "--submission", submission) + (FAST if mode == "benchmark" else ()) + \
+        ((report[0], str(tmp_path / "report.html")) if report else ())
     run_eval(*args, env={"ARENA_IMPORT_AUDIT": audit}, popcorn=mode != "diagnose")
     late = open(audit).read().split()
     assert late == ["worker-started"], late

@@ -1,15 +1,14 @@
 """`--report FILE.html`: one self-contained HTML file (pictures inlined as data URIs, no script or style from
-the network) with, per case, the verdict, the diagnosis, and pictures: the timed samples' distribution and the
+the network; the page is a Jinja2 template with autoescape, arena/report/templates.py) with, per case, the verdict, the diagnosis, and pictures: the timed samples' distribution and the
 share of the speed of light for a timed case; the error heatmap beside the reference's magnitude for a wrong
 output. `--plots DIR` writes the same pictures as PNG files."""
 from __future__ import annotations
 
 import base64
-import html
 import os
 import re
 
-from arena.report import figures
+from arena.report import figures, templates
 from arena.report.results import CaseResult, RunInfo, geomean_us
 
 STYLE = """
@@ -30,6 +29,10 @@ img { image-rendering: pixelated; border: 1px solid #ccc; }
 table.stats td { padding: 1px 10px 1px 0; font-size: 13px; }
 """
 
+BATCH_STYLE = ("table.rank { border-collapse: collapse; font-size: 13px; } table.rank td, table.rank th "
+               "{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }"
+               " .bar { height: 6px; background: #2a9d55; margin-top: 3px; } tr.fail { color: #777; }")
+
 # Counts the pictures the browser decoded: a report test reads these attributes from the rendered page.
 SCRIPT = """
 window.addEventListener('load', function () {
@@ -41,100 +44,66 @@ window.addEventListener('load', function () {
 """
 
 
-def _img(data: bytes, alt: str, kind: str) -> str:
-    return (f'<img class="{kind}" alt="{html.escape(alt)}" '
-            f'src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+def _png(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 def _rgb(colour) -> str:
     return "rgb({},{},{})".format(*colour)
 
 
-def _legend() -> str:
-    items = "".join(f'<span style="background:{_rgb(c)}"></span>{html.escape(name)}'
-                    for name, c in figures.LEGEND.items())
-    ramp = ", ".join(_rgb(c) for c in figures.HEAT)
-    return (f'<div class="legend">{items}<span style="width:60px;background:linear-gradient(to right,{ramp})">'
-            '</span>wrong: |out − ref|, log scale, small → largest</div>')
-
-
-def _timing_html(r: CaseResult, on_gpu: bool = True) -> str:
+def _timing(r: CaseResult, on_gpu: bool) -> dict | None:
+    """A timed case's table rows, pictures and note, as the template shows them."""
     if not r.stats:
-        return ""
+        return None
     s = r.stats
+    calls = r.timing.get("calls_per_sample", 1)
     rows = [("mean ± err", f"{s.mean / 1e3:.3f} ± {s.err / 1e3:.3f} µs"), ("best", f"{s.best / 1e3:.3f} µs"),
             ("median", f"{s.median / 1e3:.3f} µs"), ("worst", f"{s.worst / 1e3:.3f} µs"), ("samples", str(s.runs)),
-            ("method", html.escape(str(r.timing.get("method", ""))) +
-             (f", {r.timing.get('calls_per_sample')} calls per sample" if r.timing.get("calls_per_sample", 1) > 1 else ""))]
-    out = '<table class="stats">' + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows) + "</table>"
+            ("method", str(r.timing.get("method", "")) + (f", {calls} calls per sample" if calls > 1 else ""))]
+    pictures, note = [], ""
     if r.samples_ns:
         lo, hi = min(r.samples_ns) / 1e3, max(r.samples_ns) / 1e3
-        out += (f'<figure>{_img(figures.samples_histogram(r.samples_ns), "timed samples", "samples")}'
-                f"<figcaption>distribution of the {len(r.samples_ns)} timed samples, {lo:.3f} µs (left edge) to "
-                f"{hi:.3f} µs (right edge); the red line is the mean</figcaption></figure>")
+        pictures.append({"png": _png(figures.samples_histogram(r.samples_ns)), "alt": "timed samples",
+                         "kind": "samples", "caption": f"distribution of the {len(r.samples_ns)} timed samples, "
+                         f"{lo:.3f} µs (left edge) to {hi:.3f} µs (right edge); the red line is the mean"})
     if r.sol_us and not on_gpu:
-        out += ("<div>no speed-of-light picture: CPU times are not comparable with a B200's speed of light "
-                f"({r.sol_us:g} µs)</div>")
+        note = f"no speed-of-light picture: CPU times are not comparable with a B200's speed of light ({r.sol_us:g} µs)"
     elif r.sol_us:
         share = 100.0 * r.sol_us / (s.mean / 1e3)
-        out += (f'<figure>{_img(figures.sol_bar(s.mean / 1e3, r.sol_us), "speed of light", "sol")}'
-                f"<figcaption>{share:.1f}% of the speed of light ({r.sol_us:g} µs on a B200, from task.yml)"
-                "</figcaption></figure>")
-    return out
+        pictures.append({"png": _png(figures.sol_bar(s.mean / 1e3, r.sol_us)), "alt": "speed of light",
+                         "kind": "sol", "caption": f"{share:.1f}% of the speed of light ({r.sol_us:g} µs on a B200, "
+                         "from task.yml)"})
+    return {"rows": rows, "pictures": pictures, "note": note}
 
 
-def _error_html(r: CaseResult) -> str:
-    if not r.figures:
-        return ""
-    parts = [_legend()]
-    for f in r.figures:
-        rows, cols = f.shape[0], f.shape[1]
-        parts.append(
-            f'<div class="errors"><h3 style="font-size:14px;margin:8px 0 2px">{html.escape(f.label)}: {f.wrong} wrong '
-            f"of {rows * cols} elements, largest error {f.max_error:.4g}</h3>"
-            f'<figure>{_img(f.error_png, "error heatmap " + f.label, "heatmap")}<figcaption>|out − ref| per element, '
-            f"{rows} rows (down) × {cols} columns (across), at most 512 × 512 cells (a cell shows its worst element)"
-            f'</figcaption></figure><figure>{_img(f.reference_png, "reference magnitude " + f.label, "magnitude")}'
-            "<figcaption>|ref|, the reference's magnitude (dark = large), same grid</figcaption></figure></div>")
-    return "".join(parts)
+def _errors(r: CaseResult) -> list[dict]:
+    """A wrong output's heatmaps, one entry per output tensor."""
+    return [{"label": f.label, "wrong": f.wrong, "cells": f.shape[0] * f.shape[1], "max_error": f"{f.max_error:.4g}",
+             "rows": f.shape[0], "cols": f.shape[1], "error_png": _png(f.error_png),
+             "reference_png": _png(f.reference_png)} for f in r.figures]
 
 
-def _case_html(r: CaseResult, on_gpu: bool = True) -> str:
-    state = "pass" if r.passed else "fail"
-    head = (f'<h2><span class="mark-{state}">{"✔ pass" if r.passed else "✘ FAIL"}</span> case {r.index}: '
-            f"{html.escape(r.spec)}</h2>")
-    body = []
-    if r.error:
-        body.append(f"<div><b>error:</b> {html.escape(r.error)}</div>")
-    if r.diagnosis:
-        body.append(f'<div class="diagnosis"><b>diagnosis:</b> {html.escape(r.diagnosis)}</div>')
-    if r.evidence:
-        body.append("<pre>" + html.escape("\n".join(str(x) for x in r.evidence)) + "</pre>")
-    body.append(_timing_html(r, on_gpu))
-    body.append(_error_html(r))
-    if r.warnings:
-        body.append("<div><b>warnings:</b><ul>" + "".join(f"<li>{html.escape(str(w))}</li>" for w in r.warnings)
-                    + "</ul></div>")
-    return f'<section class="case {state}" id="case-{r.index}">{head}{"".join(body)}</section>'
+def _case(r: CaseResult, on_gpu: bool) -> dict:
+    return {"index": r.index, "spec": r.spec, "passed": r.passed, "state": "pass" if r.passed else "fail",
+            "error": r.error, "diagnosis": r.diagnosis, "evidence": "\n".join(str(x) for x in r.evidence),
+            "timing": _timing(r, on_gpu), "errors": _errors(r), "warnings": [str(w) for w in r.warnings]}
 
 
 def render_html(mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo) -> str:
     machine = info.machine
-    where = machine.get("gpu") or "CPU only"
     passed = sum(r.passed for r in results)
     verdict = f"{passed} of {len(results)} cases passed"
     if mode in ("benchmark", "leaderboard"):
         geo = geomean_us(results)
         verdict += f"; geometric mean {geo:.3f} µs" if geo else ""
-    header = (f"<h1>nvfp4-arena {html.escape(mode)}: {html.escape(os.path.basename(submission))}</h1>"
-              f'<div class="meta">task {html.escape(task)} · {html.escape(str(where))} · torch '
-              f"{html.escape(str(machine.get('torch')))} · Python {html.escape(str(machine.get('python')))}</div>"
-              f'<div class="verdict" id="verdict">{html.escape(verdict)}</div>')
-    if info.refused:
-        header += f"<div><b>refused:</b> {html.escape(info.refused)}</div>"
-    cases = "".join(_case_html(r, bool(machine.get("gpu"))) for r in results)
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>nvfp4-arena {html.escape(mode)}</title>'
-            f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>{header}{cases}</body></html>")
+    on_gpu = bool(machine.get("gpu"))
+    return templates.RUN_REPORT.render(
+        style=STYLE, script=SCRIPT, mode=mode, submission=os.path.basename(submission), task=task,
+        where=str(machine.get("gpu") or "CPU only"), torch=str(machine.get("torch")), python=str(machine.get("python")),
+        verdict=verdict, refused=info.refused, cases=[_case(r, on_gpu) for r in results],
+        legend=[(name, _rgb(c)) for name, c in figures.LEGEND.items()],
+        ramp=", ".join(_rgb(c) for c in figures.HEAT))
 
 
 def write_report(path: str, mode: str, task: str, submission: str, results: list[CaseResult], info: RunInfo):
@@ -189,42 +158,25 @@ def render_batch_html(title: str, rows: list[dict], timed: bool) -> str:
     passing row gets a bar of its geomean against the fastest."""
     cases = sorted({c["index"] for r in rows for c in r.get("cases", [])})
     best = min((r["geomean_us"] for r in rows if r.get("passed") and r.get("geomean_us")), default=None)
-    expected = any(r.get("expected") for r in rows)
-    head = "".join(f"<th>{h}</th>" for h in ["#", "submission", "verdict", "geomean µs" if timed else "cases"]
-                   + ([f"case {i} µs" for i in cases] if timed else []) + (["expected", "agrees"] if expected else [])
-                   + ["wall s", "first error", "GPU", "attempts"])
-    body = []
+    shown = []
     for number, r in enumerate(rows, 1):
-        state = "pass" if r.get("passed") else "fail"
-        verdict = "✔ passed" if r.get("passed") else ("✘ failed" if r.get("evaluated") else "? lost")
-        if timed:
-            geo = r.get("geomean_us")
-            figure = "—" if not geo else (f"{geo:.3f}" + (
-                f'<div class="bar" style="width:{max(2, min(100, 100 * best / geo)):.0f}%"></div>' if best else ""))
-        else:
-            figure = f"{sum(1 for c in r.get('cases', []) if c.get('passed'))}/{len(r.get('cases', []))}"
-        per_case = ""
-        if timed:
-            by_index = {c["index"]: c for c in r.get("cases", [])}
-            per_case = "".join(
-                f"<td>{by_index[i]['mean_us']:.3f} ± {by_index[i]['err_us']:.3f}</td>"
-                if i in by_index and by_index[i].get("mean_us") else "<td>—</td>" for i in cases)
-        agreement = (f"<td>{html.escape(r.get('expected') or '')}</td><td>{html.escape(r.get('agrees') or '')}</td>"
-                     if expected else "")
-        wall = f"{r['wall_s']:.0f}" if r.get("wall_s") else ""
-        body.append(f'<tr class="{state}"><td>{number if r.get("passed") else ""}</td>'
-                    f"<td>{html.escape(r['path'])}</td><td class=\"mark-{state}\">{verdict}</td><td>{figure}</td>"
-                    f"{per_case}{agreement}<td>{wall}</td><td>{html.escape((r.get('error') or '')[:300])}</td>"
-                    f"<td>{html.escape(str(r.get('gpu') or '') + (' #' + str(r['cuda_visible_devices']) if r.get('cuda_visible_devices') else ''))}</td>"
-                    f"<td>{r.get('attempts') or ''}</td></tr>")
-    passed = sum(1 for r in rows if r.get("passed"))
-    style = STYLE + ("table.rank { border-collapse: collapse; font-size: 13px; } table.rank td, table.rank th "
-                     "{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }"
-                     " .bar { height: 6px; background: #2a9d55; margin-top: 3px; } tr.fail { color: #777; }")
-    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-            f'<div class="verdict" id="verdict">{passed} of {len(rows)} submissions passed</div>'
-            f'<table class="rank"><tr>{head}</tr>{"".join(body)}</table></body></html>')
+        geo, by_index = r.get("geomean_us"), {c["index"]: c for c in r.get("cases", [])}
+        gpu = str(r.get("gpu") or "") + (f" #{r['cuda_visible_devices']}" if r.get("cuda_visible_devices") else "")
+        shown.append({
+            "number": number if r.get("passed") else "", "path": r["path"],
+            "state": "pass" if r.get("passed") else "fail",
+            "verdict": "✔ passed" if r.get("passed") else ("✘ failed" if r.get("evaluated") else "? lost"),
+            "figure": (f"{geo:.3f}" if geo else "—") if timed else
+            f"{sum(1 for c in r.get('cases', []) if c.get('passed'))}/{len(r.get('cases', []))}",
+            "bar": max(2, min(100, 100 * best / geo)) if timed and geo and best else None,
+            "per_case": [f"{by_index[i]['mean_us']:.3f} ± {by_index[i]['err_us']:.3f}"
+                         if i in by_index and by_index[i].get("mean_us") else "—" for i in cases] if timed else [],
+            "expected": r.get("expected") or "", "agrees": r.get("agrees") or "",
+            "wall": f"{r['wall_s']:.0f}" if r.get("wall_s") else "", "error": (r.get("error") or "")[:300],
+            "gpu": gpu, "attempts": r.get("attempts") or ""})
+    return templates.BATCH_REPORT.render(
+        style=STYLE + BATCH_STYLE, title=title, timed=timed, cases=cases, rows=shown,
+        expected=any(r.get("expected") for r in rows), passed=sum(1 for r in rows if r.get("passed")))
 
 
 def write_batch_report(path: str, title: str, rows: list[dict], timed: bool):
