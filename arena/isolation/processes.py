@@ -45,14 +45,19 @@ def _parents() -> dict[int, int]:
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
+        fields = _stat(int(entry))
         if len(fields) > 1:
             found[int(entry)] = int(fields[1])
     return found
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (field 3 onwards: state, ppid, ...); [] when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()     # the name may hold spaces and parentheses
+    except OSError:
+        return []
 
 
 def descendants(root: int) -> list[int]:
@@ -101,11 +106,8 @@ _bystanders: dict[int, str] = {}      # pid -> its start time (/proc/<pid>/stat 
 
 
 def _start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[19]
-    except (OSError, IndexError):
-        return ""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else ""
 
 
 def note_bystanders():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from arena.report.glyphs import draw_text, text_width, titled
+from arena.taskdef.checking import mismatch_mask
 
 ERROR_TITLE_LINES, REFERENCE_TITLE_LINES = 3, 2     # the text above a heatmap in --plots (strip_height)
 
@@ -81,7 +82,7 @@ def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: to
     diff = (o - r).abs()
     finite_ref = torch.isfinite(r)
     nonfinite = ~torch.isfinite(o) & finite_ref
-    within = diff <= atol + rtol * r.abs()
+    within = ~mismatch_mask(o, r, rtol, atol)
     wrong = ~within & ~nonfinite & finite_ref
     untouched = torch.zeros_like(wrong)
     if prefilled is not None and prefilled.shape == out.shape:
