@@ -94,9 +94,16 @@ def private_home(digest: str, uid: int | None) -> str:
     return os.path.join(base, digest)
 
 
+_claims: dict[str, int] = {}     # digest -> this process's descriptor of <digest>.lock
+
+
 def claim_home(digest: str) -> int:
     """A shared flock on <tmp>/nvfp4-arena-homes/<digest>.lock, held for the run (closed with the process): a
-    run tidies its home only when it can turn this exclusive, so never under another run's worker."""
+    run tidies its home only when it can turn this exclusive, so never under another run's worker. One
+    descriptor per file and process: every worker this run starts (a restart, a second spawn) shares it, so a
+    run never blocks its own tidying."""
+    if digest in _claims:
+        return _claims[digest]
     base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
     base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
@@ -105,4 +112,5 @@ def claim_home(digest: str) -> int:
     finally:
         os.close(base_fd)
     fcntl.flock(fd, fcntl.LOCK_SH)
+    _claims[digest] = fd
     return fd
