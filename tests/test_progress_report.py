@@ -1,20 +1,20 @@
 """Live progress (arena/report/progress.py) and the visual report (arena/report/figures.py, arena/report/html_report.py), tested as a
 person meets them: eval.py as a real subprocess with stderr a pipe (plain lines) or a pseudo-terminal (the live
-line), the PNG files decoded pixel by pixel, and the HTML report rendered by headless Chromium."""
+line), the PNG maps decoded pixel by pixel (Pillow), the SVG charts' text read as XML, and the HTML report
+rendered by headless Chromium."""
+import io
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
+from xml.etree import ElementTree
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from arena.report import figures  # noqa: E402
-from arena.report.glyphs import strip_height  # noqa: E402
 from tests.evalrun import run_eval, run_on_terminal, spec_file  # noqa: E402
 
 BROKEN = os.path.join(ROOT, "tests", "broken")
@@ -23,38 +23,19 @@ TAIL_SPEC = "m: 128; n: 384; k: 256; l: 1; seed: 6\nm: 256; n: 256; k: 512; l: 1
 
 
 def decode_png(data: bytes):
-    """(width, height, rows of (r, g, b[, a]) tuples) for an 8-bit RGB or RGBA PNG, any filter."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width = 8, b"", None
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
-            assert depth == 8 and colour in (2, 6), (depth, colour)
-            channels = 3 if colour == 2 else 4
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    raw, stride, rows, prev = zlib.decompress(idat), width * channels, [], bytearray(width * channels)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - channels] if x >= channels else 0
-            up, corner = prev[x], prev[x - channels] if x >= channels else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 255
-            elif kind == 2:
-                line[x] = (line[x] + up) & 255
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 255
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
-        rows.append([tuple(line[i:i + 3]) for i in range(0, stride, channels)])
-        prev = line
-    return width, height, rows
+    """(width, height, rows of (r, g, b) tuples) of a PNG, read with Pillow."""
+    from PIL import Image
+    image = Image.open(io.BytesIO(data)).convert("RGB")
+    width, height = image.size
+    raw = image.tobytes()
+    return width, height, [[tuple(raw[(y * width + x) * 3:(y * width + x) * 3 + 3]) for x in range(width)]
+                           for y in range(height)]
+
+
+def svg_texts(svg: str) -> list[str]:
+    """The text elements of an SVG (which must parse as XML)."""
+    root = ElementTree.fromstring(svg)
+    return [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 # ---- progress ---------------------------------------------------------------------------------------
@@ -120,11 +101,12 @@ def test_the_heatmap_of_an_unwritten_column_tile_shows_that_tile_and_only_it(tmp
     run = run_eval("test", spec_file(TAIL_SPEC), "--submission", os.path.join(BROKEN, "tail_unwritten.py"),
                    "--plots", str(plots), "--quiet")
     assert run.code == 112
-    assert sorted(os.listdir(plots)) == ["case0_batch_0_error.png", "case0_batch_0_reference.png"]
+    assert sorted(os.listdir(plots)) == ["case0_batch_0_error.png", "case0_batch_0_error.svg",
+                                         "case0_batch_0_reference.png", "case0_batch_0_reference.svg"]
     width, height, rows = decode_png((plots / "case0_batch_0_error.png").read_bytes())
-    rows = [row[:384] for row in rows[strip_height(figures.ERROR_TITLE_LINES):]]    # below the title
-    assert (len(rows[0]), len(rows)) == (384, 128)   # 128 rows x 384 columns, one pixel per element
-    assert width >= 384 and height == 128 + strip_height(figures.ERROR_TITLE_LINES)
+    assert (width, height) == (384, 128)            # 128 rows x 384 columns, one pixel per element
+    titles = svg_texts((plots / "case0_batch_0_error.svg").read_text())
+    assert titles[0] == "batch 0: |out − ref|, log scale, 128 rows × 384 columns", titles
     blue = {x for row in rows for x, c in enumerate(row) if c == figures.UNTOUCHED}
     assert blue == set(range(256, 384))             # the never-written tile, in its own colour
     assert all(c in (figures.EXACT, figures.WITHIN) for row in rows for c in row[:256])
@@ -139,10 +121,10 @@ def test_the_heatmap_of_a_group_with_an_unwritten_tail_shows_the_tail_rows(tmp_p
                    "--quiet")
     assert run.code == 112
     name = "case0_group_0_200x256x256_error.png"
-    assert sorted(os.listdir(plots)) == [name, name.replace("error", "reference")]
+    assert sorted(os.listdir(plots)) == [name, name.replace(".png", ".svg"), name.replace("error", "reference"),
+                                         name.replace("error.png", "reference.svg")]
     width, height, rows = decode_png((plots / name).read_bytes())
-    rows = [row[:256] for row in rows[strip_height(figures.ERROR_TITLE_LINES):]]    # below the title
-    assert (len(rows[0]), len(rows)) == (256, 200)
+    assert (width, height) == (256, 200)
     wrong_rows = {y for y, row in enumerate(rows) if any(c == figures.UNTOUCHED for c in row)}
     assert wrong_rows == set(range(128, 200))
 

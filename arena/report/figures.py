@@ -1,6 +1,7 @@
-"""Pictures of a run, as PNG bytes (no plotting library): the error heatmap of a wrong output beside the
-reference's magnitude, the distribution of timed samples, and the share of the speed of light. Used by the HTML
-report (`--report`) and `--plots DIR`.
+"""Pictures of a run (no plotting library): the error heatmap of a wrong output beside the reference's magnitude
+as PNG maps (one pixel per cell), each also as an SVG with its title and legend in real text; the distribution
+of timed samples and the share of the speed of light as SVG charts. Used by the HTML report (`--report`) and
+`--plots DIR`.
 
 Heatmap colours: |out - ref| on a log scale from pale yellow (tiny) to dark red (the largest error), white where
 an element is exact, light green where it differs within the tolerance; NaN/Inf in the output (where the
@@ -9,16 +10,18 @@ the worst element under it: one wrong element stays visible.
 """
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 from dataclasses import dataclass
+from html import escape
 
 import torch
 
-from arena.report.glyphs import draw_text, text_width, titled
 from arena.taskdef.checking import mismatch_mask
 
-ERROR_TITLE_LINES, REFERENCE_TITLE_LINES = 3, 2     # the text above a heatmap in --plots (strip_height)
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
+LINE = 16                   # px per line of text in an SVG
 
 MAX_SIDE = 512
 EXACT = (255, 255, 255)
@@ -71,8 +74,8 @@ class ErrorFigure:
     reference_png: bytes
     max_error: float
     wrong: int
-    error_titled_png: bytes = b""       # the same pictures with a title and legend: readable alone (--plots)
-    reference_titled_png: bytes = b""
+    error_svg: str = ""                 # the same pictures with a title and legend in text: readable alone (--plots)
+    reference_svg: str = ""
 
 
 def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: torch.Tensor | None,
@@ -108,13 +111,14 @@ def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: to
     mag_top = float(magnitude.max()) if magnitude.numel() else 0.0
     grey = _ramp((magnitude / mag_top).float() if mag_top > 0 else torch.zeros_like(magnitude).float(), GREYS)
     rows, columns = out.shape[0], out.shape[1] if out.dim() > 1 else 1
-    error_lines = [f"{label}: |out - ref|, log scale, {rows} rows x {columns} columns",
+    error_lines = [f"{label}: |out − ref|, log scale, {rows} rows × {columns} columns",
                    f"yellow to dark red: small to largest error ({top:.3g}); white exact;",
-                   "green within tolerance; magenta nan/inf; blue never written"]
-    reference_lines = [f"{label}: |ref|, {rows} rows x {columns} columns", "white 0 to black the largest"]
+                   "green within tolerance; magenta NaN/Inf; blue never written (the pre-filled c)"]
+    reference_lines = [f"{label}: |ref|, {rows} rows × {columns} columns", "white 0 to black the largest"]
     heat, grey = _scaled(image), _scaled(grey)
-    return ErrorFigure(label, tuple(out.shape), png(heat), png(grey), top, int(wrong.sum() + nonfinite.sum()),
-                       png(titled(heat, error_lines)), png(titled(grey, reference_lines)))
+    heat_png, grey_png = png(heat), png(grey)
+    return ErrorFigure(label, tuple(out.shape), heat_png, grey_png, top, int(wrong.sum() + nonfinite.sum()),
+                       titled_map(heat_png, heat.shape, error_lines), titled_map(grey_png, grey.shape, reference_lines))
 
 
 def _scaled(image: torch.Tensor, least: int = 160) -> torch.Tensor:
@@ -157,45 +161,67 @@ def _as_2d(t: torch.Tensor) -> torch.Tensor:
     return t[:, :, 0] if t.dim() == 3 else t if t.dim() == 2 else t.reshape(t.shape[0], -1)
 
 
+def _svg(width: int, height: int, body: list[str]) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}"><rect width="{width}" height="{height}" fill="white"/>'
+            + "".join(body) + "</svg>")
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", colour: str = "black") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{colour}" {FONT}>{escape(text)}</text>'
+
+
+def _lines(lines: list[str], top: int = 0) -> list[str]:
+    return [_text(4, top + LINE * (i + 1) - 4, line) for i, line in enumerate(lines)]
+
+
+def titled_map(png_bytes: bytes, shape: tuple, lines: list[str]) -> str:
+    """A PNG map under its title and legend lines, as one SVG (the map drawn pixel for pixel)."""
+    height, width = shape[0], shape[1]
+    strip = LINE * len(lines) + 6
+    data = base64.b64encode(png_bytes).decode()
+    image = (f'<image x="0" y="{strip}" width="{width}" height="{height}" style="image-rendering:pixelated" '
+             f'href="data:image/png;base64,{data}"/>')
+    return _svg(max(width, 560), height + strip, _lines(lines) + [image])
+
+
 def samples_histogram(samples_ns: list[float], width: int = 480, height: int = 160, bins: int = 48,
-                      title: str = "timed samples") -> bytes:
-    """Bars of the timed samples' distribution (min at the left edge, max at the right), the mean in red, with
-    a title, both axes labelled (samples per bin; µs per call) and a legend."""
+                      title: str = "timed samples") -> str:
+    """An SVG: bars of the timed samples' distribution (min at the left edge, max at the right), the mean in
+    red, with a title, both axes labelled (samples per bin; µs per call) and a legend."""
     values = torch.tensor(samples_ns, dtype=torch.float64)
     low, high = float(values.min()), float(values.max())
     edges = max(high - low, 1e-9)
     index = ((values - low) / edges * (bins - 1)).round().long()
-    counts = torch.bincount(index, minlength=bins).double()
-    image = torch.full((height, width, 3), 255, dtype=torch.uint8)
-    bar = width // bins
-    for i, count in enumerate(counts.tolist()):
-        top = height - int(round((height - 4) * count / max(1.0, float(counts.max()))))
-        image[top:, i * bar:(i + 1) * bar - 1] = torch.tensor((60, 110, 200), dtype=torch.uint8)
-    mean_x = int(round((float(values.mean()) - low) / edges * (bins - 1) * bar + bar / 2))
-    image[:, max(0, mean_x - 1):mean_x + 1] = torch.tensor((220, 30, 30), dtype=torch.uint8)
-    image[height - 1, :] = 0
-    image[:, 0] = 0
-    left, bottom = 56, 34           # room for the y labels and the x labels with the axis name
-    canvas = torch.full((height + bottom, width + left + 8, 3), 255, dtype=torch.uint8)
-    canvas[:height, left:left + width] = image
-    draw_text(canvas, 4, 0, f"{int(counts.max())}")
-    draw_text(canvas, 4, height - 10, "0")
-    draw_text(canvas, 4, height // 2 - 5, "samples")
-    draw_text(canvas, left, height + 4, f"{low / 1e3:.3f}")
-    right = f"{high / 1e3:.3f}"
-    draw_text(canvas, left + width - text_width(right), height + 4, right)
-    axis = "us per call"
-    draw_text(canvas, left + (width - text_width(axis)) // 2, height + 20, axis)
-    return png(titled(canvas, [title, f"n = {len(samples_ns)} samples; red line: the mean, "
-                                      f"{float(values.mean()) / 1e3:.3f} us"]))
+    counts = torch.bincount(index, minlength=bins).tolist()
+    most = max(1, max(counts))
+    lines = [title, f"n = {len(samples_ns)} samples; red line: the mean, {float(values.mean()) / 1e3:.3f} µs"]
+    top, left, bar = LINE * len(lines) + 6, 56, width / bins
+    body = _lines(lines)
+    for i, count in enumerate(counts):
+        tall = (height - 4) * count / most
+        if tall > 0:
+            body.append(f'<rect x="{left + i * bar:.1f}" y="{top + height - tall:.1f}" width="{bar - 1:.1f}" '
+                        f'height="{tall:.1f}" fill="rgb(60,110,200)"/>')
+    mean_x = left + (float(values.mean()) - low) / edges * (bins - 1) * bar + bar / 2
+    body.append(f'<rect x="{mean_x - 1:.1f}" y="{top}" width="2" height="{height}" fill="rgb(220,30,30)"/>')
+    body.append(f'<path d="M{left} {top} V{top + height} H{left + width}" stroke="black" fill="none"/>')
+    body += [_text(left - 6, top + 10, str(most), "end"), _text(left - 6, top + height, "0", "end"),
+             _text(left - 6, top + height / 2 + 4, "samples", "end"),
+             _text(left, top + height + 16, f"{low / 1e3:.3f}"),
+             _text(left + width, top + height + 16, f"{high / 1e3:.3f}", "end"),
+             _text(left + width / 2, top + height + 30, "µs per call", "middle")]
+    return _svg(left + width + 8, top + height + 36, body)
 
 
-def sol_bar(mean_us: float, sol_us: float, width: int = 480, height: int = 28) -> bytes:
-    """A bar as long as the share of the speed of light reached (sol / mean), the rest grey, titled with the
+def sol_bar(mean_us: float, sol_us: float, width: int = 480, height: int = 28) -> str:
+    """An SVG bar as long as the share of the speed of light reached (sol / mean), the rest grey, titled with the
     share and both times."""
     share = max(0.0, min(1.0, sol_us / mean_us)) if mean_us > 0 else 0.0
-    image = torch.full((height, width, 3), 225, dtype=torch.uint8)
-    image[:, :max(1, int(round(width * share)))] = torch.tensor((40, 160, 90), dtype=torch.uint8)
-    image[0, :], image[-1, :], image[:, 0], image[:, -1] = 0, 0, 0, 0
-    return png(titled(image, [f"share of the speed of light: {100 * share:.1f}%",
-                              f"green: sol {sol_us:g} us (b200) / mean {mean_us:.3f} us; full bar = 100%"]))
+    lines = [f"share of the speed of light: {100 * share:.1f}%",
+             f"green: sol {sol_us:g} µs (B200) / mean {mean_us:.3f} µs; full bar = 100%"]
+    top = LINE * len(lines) + 6
+    body = _lines(lines) + [
+        f'<rect x="0.5" y="{top + 0.5}" width="{width - 1}" height="{height - 1}" fill="rgb(225,225,225)" stroke="black"/>',
+        f'<rect x="1" y="{top + 1}" width="{max(1.0, (width - 2) * share):.1f}" height="{height - 2}" fill="rgb(40,160,90)"/>']
+    return _svg(max(width, 560), top + height, body)

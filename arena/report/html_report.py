@@ -48,6 +48,10 @@ def _png(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+def _svg(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _rgb(colour) -> str:
     return "rgb({},{},{})".format(*colour)
 
@@ -64,14 +68,14 @@ def _timing(r: CaseResult, on_gpu: bool) -> dict | None:
     pictures, note = [], ""
     if r.samples_ns:
         lo, hi = min(r.samples_ns) / 1e3, max(r.samples_ns) / 1e3
-        pictures.append({"png": _png(figures.samples_histogram(r.samples_ns)), "alt": "timed samples",
+        pictures.append({"svg": _svg(figures.samples_histogram(r.samples_ns)), "alt": "timed samples",
                          "kind": "samples", "caption": f"distribution of the {len(r.samples_ns)} timed samples, "
                          f"{lo:.3f} µs (left edge) to {hi:.3f} µs (right edge); the red line is the mean"})
     if r.sol_us and not on_gpu:
         note = f"no speed-of-light picture: CPU times are not comparable with a B200's speed of light ({r.sol_us:g} µs)"
     elif r.sol_us:
         share = 100.0 * r.sol_us / (s.mean / 1e3)
-        pictures.append({"png": _png(figures.sol_bar(s.mean / 1e3, r.sol_us)), "alt": "speed of light",
+        pictures.append({"svg": _svg(figures.sol_bar(s.mean / 1e3, r.sol_us)), "alt": "speed of light",
                          "kind": "sol", "caption": f"{share:.1f}% of the speed of light ({r.sol_us:g} µs on a B200, "
                          "from task.yml)"})
     return {"rows": rows, "pictures": pictures, "note": note}
@@ -112,26 +116,29 @@ def write_report(path: str, mode: str, task: str, submission: str, results: list
 
 
 def write_plots(folder: str, results: list[CaseResult], on_gpu: bool = True) -> list[str]:
-    """The report's pictures as PNG files in `folder`; the paths written. Off a GPU no speed-of-light bar: a
-    CPU's time against a B200's speed of light would be an empty bar."""
+    """The report's pictures as files in `folder`; the paths written: the charts as SVG, each heatmap as its PNG map
+    (one pixel per cell) and as an SVG with its title and legend. Off a GPU no speed-of-light bar: a CPU's time
+    against a B200's speed of light would be an empty bar."""
     os.makedirs(folder, exist_ok=True)
     written = []
 
-    def save(name: str, data: bytes):
+    def save(name: str, data: bytes | str):
         path = os.path.join(folder, name)
         with open(path, "wb") as f:
-            f.write(data)
+            f.write(data.encode() if isinstance(data, str) else data)
         written.append(path)
     for r in results:
         if r.samples_ns:
-            save(f"case{r.index}_samples.png",
+            save(f"case{r.index}_samples.svg",
                  figures.samples_histogram(r.samples_ns, title=f"case {r.index}: {r.spec}"))
         if r.stats and r.sol_us and on_gpu:
-            save(f"case{r.index}_sol.png", figures.sol_bar(r.stats.mean / 1e3, r.sol_us))
+            save(f"case{r.index}_sol.svg", figures.sol_bar(r.stats.mean / 1e3, r.sol_us))
         for f in r.figures:
             label = re.sub(r"[^A-Za-z0-9]+", "_", f.label).strip("_")
-            save(f"case{r.index}_{label}_error.png", f.error_titled_png or f.error_png)
-            save(f"case{r.index}_{label}_reference.png", f.reference_titled_png or f.reference_png)
+            save(f"case{r.index}_{label}_error.png", f.error_png)
+            save(f"case{r.index}_{label}_reference.png", f.reference_png)
+            save(f"case{r.index}_{label}_error.svg", f.error_svg)
+            save(f"case{r.index}_{label}_reference.svg", f.reference_svg)
     return written
 
 
@@ -145,7 +152,7 @@ def write_pictures(mode, task_name, submission, results, info, report_path, plot
             said.append(f"report: {report_path}")
         if plots_dir:
             written = write_plots(plots_dir, results, bool(info.machine.get("gpu")))
-            said.append(f"plots: {len(written)} PNG files in {plots_dir}")
+            said.append(f"plots: {len(written)} files in {plots_dir}")
     except OSError as error:
         return False, said + [f"error: cannot write the report or plots: {error}"]
     return True, said

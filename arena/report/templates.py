@@ -25,7 +25,7 @@ RUN_REPORT = _ENV.from_string("""\
 {% if c.timing %}
 <table class="stats">{% for name, value in c.timing.rows %}<tr><td>{{ name }}</td><td>{{ value }}</td></tr>{% endfor %}</table>
 {% for p in c.timing.pictures %}
-<figure><img class="{{ p.kind }}" alt="{{ p.alt }}" src="data:image/png;base64,{{ p.png }}"><figcaption>{{ p.caption }}</figcaption></figure>
+<figure><img class="{{ p.kind }}" alt="{{ p.alt }}" src="data:image/svg+xml;base64,{{ p.svg }}"><figcaption>{{ p.caption }}</figcaption></figure>
 {% endfor %}
 {% if c.timing.note %}<div>{{ c.timing.note }}</div>{% endif %}
 {% endif %}
