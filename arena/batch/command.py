@@ -12,7 +12,8 @@ from arena.isolation import parent_guard
 from arena.report.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from arena.run.plan import DEFAULT_CASE_SET, PlanError, check_output_paths, read_cases
 
-BATCH_CORRECTNESS_PER_GPU = 4   # `batch --mode test` evaluations at once per GPU (docs/batch.md, "Packing: the emulated corpus")
+# `batch --mode test` evaluations at once per GPU (docs/batch.md, "Packing: the emulated corpus")
+BATCH_CORRECTNESS_PER_GPU = 4
 
 
 def run_batch_command(paths, task_dir, mode, specfile, jsonl, address, timeout, report_path=None, gpus=None,
@@ -27,11 +28,13 @@ def run_batch_command(paths, task_dir, mode, specfile, jsonl, address, timeout, 
     if missing:
         raise PlanError(missing, EXIT_USAGE)
     if gpus is not None and address:
-        raise PlanError("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own", EXIT_USAGE)
+        raise PlanError("--gpus sets what a local Ray instance offers; a cluster (--address) declares its own",
+                        EXIT_USAGE)
     if not paths and not manifest:
         raise PlanError("name the submissions: PATH... (files or folders), or --manifest FILE", EXIT_USAGE)
     if per_gpu is not None and per_gpu > 1 and mode != "test":
-        raise PlanError(f"--per-gpu {per_gpu}: {mode} mode times each submission, and a timed run never shares its GPU", EXIT_USAGE)
+        raise PlanError(f"--per-gpu {per_gpu}: {mode} mode times each submission, and a timed run never shares its "
+                        "GPU", EXIT_USAGE)
     per_gpu = per_gpu or (BATCH_CORRECTNESS_PER_GPU if mode == "test" else 1)
     # What to evaluate, as (file, task folder, spec file, expected verdict)
     wanted = [(path, task_dir, specfile, "") for path in paths]

@@ -221,7 +221,9 @@ def sol_bar(mean_us: float, sol_us: float, width: int = 480, height: int = 28) -
     lines = [f"share of the speed of light: {100 * share:.1f}%",
              f"green: sol {sol_us:g} µs (B200) / mean {mean_us:.3f} µs; full bar = 100%"]
     top = LINE * len(lines) + 6
-    body = _lines(lines) + [
-        f'<rect x="0.5" y="{top + 0.5}" width="{width - 1}" height="{height - 1}" fill="rgb(225,225,225)" stroke="black"/>',
-        f'<rect x="1" y="{top + 1}" width="{max(1.0, (width - 2) * share):.1f}" height="{height - 2}" fill="rgb(40,160,90)"/>']
+    frame = (f'<rect x="0.5" y="{top + 0.5}" width="{width - 1}" height="{height - 1}" fill="rgb(225,225,225)" '
+             'stroke="black"/>')
+    reached = (f'<rect x="1" y="{top + 1}" width="{max(1.0, (width - 2) * share):.1f}" height="{height - 2}" '
+               'fill="rgb(40,160,90)"/>')
+    body = _lines(lines) + [frame, reached]
     return _svg(max(width, 560), top + height, body)
