@@ -14,9 +14,11 @@ import stat
 import tempfile
 
 HOME_CACHE_LIMIT = 2 << 30      # bytes of build cache a home keeps between runs
-
-
 BUILD_LOCK = "lock"     # torch's FileBaton (load_inline, load): a build holds the folder while this file exists
+
+
+def _base() -> str:
+    return os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
 
 
 def tidy_home(home: str) -> None:
@@ -32,8 +34,7 @@ def tidy_home(home: str) -> None:
         for name in os.listdir(fd):
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             folder = stat.S_ISDIR(st.st_mode)
-            if name == "cache" and folder and _disk_bytes(os.path.join(home, name)) <= HOME_CACHE_LIMIT:
-                _remove_build_locks(os.path.join(home, name))
+            if name == "cache" and folder and _clear_locks_and_measure(os.path.join(home, name)) <= HOME_CACHE_LIMIT:
                 continue
             if folder:
                 shutil.rmtree(os.path.join(home, name), ignore_errors=True)     # fd-based: links not followed
@@ -45,23 +46,19 @@ def tidy_home(home: str) -> None:
         os.close(fd)
 
 
-def _remove_build_locks(folder: str) -> None:
-    for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
-        if BUILD_LOCK in names:
-            try:
-                if stat.S_ISREG(os.stat(BUILD_LOCK, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                    os.unlink(BUILD_LOCK, dir_fd=dir_fd)
-            except OSError:
-                pass
-
-
-def _disk_bytes(folder: str) -> int:
-    """Blocks in use under a folder (a sparse file counts what it holds), never following a link."""
+def _clear_locks_and_measure(folder: str) -> int:
+    """Remove the build lock files under `folder` and return the bytes in use there (blocks: a sparse file counts
+    what it holds), in one descriptor-relative walk that never follows a link. Removing the locks first is
+    right either way: a cache over the limit goes whole."""
     total = 0
     for _, _, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
         for name in names:
             try:
-                total += os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_blocks * 512
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if name == BUILD_LOCK and stat.S_ISREG(st.st_mode):
+                    os.unlink(name, dir_fd=dir_fd)
+                else:
+                    total += st.st_blocks * 512
             except OSError:
                 pass
     return total
@@ -72,7 +69,7 @@ def private_home(digest: str, uid: int | None) -> str:
     between runs of the same file (its JIT builds survive) and shared with no other submission. The parent
     makes and owns the base folder and never looks inside a home: whatever the worker left there (links
     included) is never followed by the evaluator."""
-    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
+    base = _base()
     os.makedirs(base, mode=0o700, exist_ok=True)
     st = os.lstat(base)
     if st.st_uid != os.geteuid() or not stat.S_ISDIR(st.st_mode):
@@ -104,8 +101,7 @@ def claim_home(digest: str) -> int:
     run never blocks its own tidying."""
     if digest in _claims:
         return _claims[digest]
-    base = os.path.join(tempfile.gettempdir(), "nvfp4-arena-homes")
-    base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    base_fd = os.open(_base(), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         fd = os.open(f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
                      dir_fd=base_fd)
