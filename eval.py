@@ -27,16 +27,6 @@ def fail_setup(message: str, code: int):
     sys.exit(code)
 
 
-def check_output_paths(*outputs):
-    """Each (path, what, is_folder) to be written later must be writable now, before anything runs."""
-    from arena.run.plan import PlanError
-    from arena.run.plan import check_output_paths as planned_paths
-    try:
-        planned_paths(*outputs)
-    except PlanError as error:
-        fail_setup(str(error), error.code)
-
-
 def with_options(*options):
     """One decorator applying `options` in the order listed (as they show in --help)."""
     def apply(command):

@@ -74,8 +74,8 @@ class ErrorFigure:
     reference_png: bytes
     max_error: float
     wrong: int
-    error_svg: str = ""                 # the same pictures with a title and legend in text: readable alone (--plots)
-    reference_svg: str = ""
+    error_title: tuple = ()             # the lines above each map where it stands alone (--plots: titled_map)
+    reference_title: tuple = ()
 
 
 def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: torch.Tensor | None,
@@ -115,10 +115,8 @@ def error_figure(label: str, out: torch.Tensor, ref: torch.Tensor, prefilled: to
                    f"yellow to dark red: small to largest error ({top:.3g}); white exact;",
                    "green within tolerance; magenta NaN/Inf; blue never written (the pre-filled c)"]
     reference_lines = [f"{label}: |ref|, {rows} rows × {columns} columns", "white 0 to black the largest"]
-    heat, grey = _scaled(image), _scaled(grey)
-    heat_png, grey_png = png(heat), png(grey)
-    return ErrorFigure(label, tuple(out.shape), heat_png, grey_png, top, int(wrong.sum() + nonfinite.sum()),
-                       titled_map(heat_png, heat.shape, error_lines), titled_map(grey_png, grey.shape, reference_lines))
+    return ErrorFigure(label, tuple(out.shape), png(_scaled(image)), png(_scaled(grey)), top,
+                       int(wrong.sum() + nonfinite.sum()), tuple(error_lines), tuple(reference_lines))
 
 
 def _scaled(image: torch.Tensor, least: int = 160) -> torch.Tensor:
@@ -167,17 +165,18 @@ def _svg(width: int, height: int, body: list[str]) -> str:
             + "".join(body) + "</svg>")
 
 
-def _text(x: float, y: float, text: str, anchor: str = "start", colour: str = "black") -> str:
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{colour}" {FONT}>{escape(text)}</text>'
+def _text(x: float, y: float, text: str, anchor: str = "start") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {FONT}>{escape(text)}</text>'
 
 
-def _lines(lines: list[str], top: int = 0) -> list[str]:
-    return [_text(4, top + LINE * (i + 1) - 4, line) for i, line in enumerate(lines)]
+def _lines(lines) -> list[str]:
+    return [_text(4, LINE * (i + 1) - 4, line) for i, line in enumerate(lines)]
 
 
-def titled_map(png_bytes: bytes, shape: tuple, lines: list[str]) -> str:
-    """A PNG map under its title and legend lines, as one SVG (the map drawn pixel for pixel)."""
-    height, width = shape[0], shape[1]
+def titled_map(png_bytes: bytes, lines) -> str:
+    """A PNG map (as `png` writes it) under its title and legend lines, as one SVG, the map drawn pixel for
+    pixel at its own size (IHDR's width and height)."""
+    width, height = struct.unpack(">II", png_bytes[16:24])
     strip = LINE * len(lines) + 6
     data = base64.b64encode(png_bytes).decode()
     image = (f'<image x="0" y="{strip}" width="{width}" height="{height}" style="image-rendering:pixelated" '

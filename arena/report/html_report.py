@@ -1,7 +1,8 @@
 """`--report FILE.html`: one self-contained HTML file (pictures inlined as data URIs, no script or style from
-the network; the page is a Jinja2 template with autoescape, arena/report/templates.py) with, per case, the verdict, the diagnosis, and pictures: the timed samples' distribution and the
-share of the speed of light for a timed case; the error heatmap beside the reference's magnitude for a wrong
-output. `--plots DIR` writes the same pictures as PNG files."""
+the network; the page is a Jinja2 template with autoescape, arena/report/templates.py) with, per case, the
+verdict, the diagnosis, and pictures: the timed samples' distribution and the share of the speed of light for a
+timed case; the error heatmap beside the reference's magnitude for a wrong output. `--plots DIR` writes the
+same pictures as files (arena/report/figures.py: SVG charts, PNG maps and their titled SVGs)."""
 from __future__ import annotations
 
 import base64
@@ -72,7 +73,8 @@ def _timing(r: CaseResult, on_gpu: bool) -> dict | None:
                          "kind": "samples", "caption": f"distribution of the {len(r.samples_ns)} timed samples, "
                          f"{lo:.3f} µs (left edge) to {hi:.3f} µs (right edge); the red line is the mean"})
     if r.sol_us and not on_gpu:
-        note = f"no speed-of-light picture: CPU times are not comparable with a B200's speed of light ({r.sol_us:g} µs)"
+        note = ("no speed-of-light picture: CPU times are not comparable with a B200's speed of light "
+                f"({r.sol_us:g} µs)")
     elif r.sol_us:
         share = 100.0 * r.sol_us / (s.mean / 1e3)
         pictures.append({"svg": _svg(figures.sol_bar(s.mean / 1e3, r.sol_us)), "alt": "speed of light",
@@ -137,8 +139,8 @@ def write_plots(folder: str, results: list[CaseResult], on_gpu: bool = True) -> 
             label = re.sub(r"[^A-Za-z0-9]+", "_", f.label).strip("_")
             save(f"case{r.index}_{label}_error.png", f.error_png)
             save(f"case{r.index}_{label}_reference.png", f.reference_png)
-            save(f"case{r.index}_{label}_error.svg", f.error_svg)
-            save(f"case{r.index}_{label}_reference.svg", f.reference_svg)
+            save(f"case{r.index}_{label}_error.svg", figures.titled_map(f.error_png, f.error_title))
+            save(f"case{r.index}_{label}_reference.svg", figures.titled_map(f.reference_png, f.reference_title))
     return written
 
 
