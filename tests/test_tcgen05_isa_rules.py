@@ -286,3 +286,57 @@ def test_a_base_offset_is_accepted_only_as_the_isa_computes_it(tmp_path_factory)
     out = subprocess.run([exe], input=text, capture_output=True, text=True, timeout=60, check=True).stdout
     assert [int(line.split("->")[1]) for line in out.splitlines()] == [want for _, want in rows], out
     assert "is not emulated" in runtime.describe([42, 0, 0x4000_0000, 0, 0, 0, 0, 0] + [0] * 8, {})
+
+
+class _Recorder:
+    """raise_on_error and the synchronous switch of runtime.checked_call, replaced: `errors` is what each
+    check after a call raises in turn (None: nothing recorded)."""
+
+    def __init__(self, monkeypatch, errors):
+        self.errors, self.switches, self.calls = list(errors), [], 0
+        monkeypatch.setattr(runtime, "raise_on_error", self.check)
+        monkeypatch.setattr(runtime, "_set_synchronous", self.switches.append)
+        monkeypatch.delenv(runtime.SYNCHRONOUS_VARIABLE, raising=False)
+
+    def check(self):
+        error = self.errors.pop(0)
+        if error is not None:
+            raise error
+
+    def call(self):
+        self.calls += 1
+        return f"result of call {self.calls}"
+
+
+def _changed_operand(module="ext.so"):
+    line = runtime.describe([73, 2, 2, 0x9300, 1, 0, 0, 32], {2: "tcgen05.cp.cta_group::1.32x128b.warpx4 [%r1], %rd2;"})
+    return runtime.EmulationError(line, 73, module)
+
+
+def test_an_operand_changed_before_completion_is_run_again_synchronously_and_passes_with_a_warning(monkeypatch,
+                                                                                                      capsys):
+    recorder = _Recorder(monkeypatch, [_changed_operand(), None])
+    assert runtime.checked_call(recorder.call) == "result of call 2"
+    assert recorder.switches == [1, 0]
+    warning = capsys.readouterr().err.strip()
+    assert warning.startswith("emulated tcgen05 warning: the source of this instruction in shared memory")
+    assert "A race a B200 tolerates in practice" in warning and "completing at issue" in warning
+    assert "\n" not in warning
+
+
+@pytest.mark.parametrize("errors, reason", [
+    ([_changed_operand(), _changed_operand()], "the synchronous run records an error too"),
+    ([_changed_operand(module=None)], "a CuTe DSL or Triton kernel has no synchronous switch"),
+    ([runtime.EmulationError("emulated tcgen05: tcgen05.alloc of 160 columns ...", 2, "ext.so")], "not a race"),
+])
+def test_a_race_is_forgiven_only_when_the_synchronous_run_is_clean(monkeypatch, capsys, errors, reason):
+    recorder = _Recorder(monkeypatch, errors)
+    with pytest.raises(runtime.EmulationError):
+        runtime.checked_call(recorder.call)
+    assert recorder.switches in ([], [1, 0]), reason       # never left in the synchronous mode
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_nothing_recorded_means_one_call(monkeypatch):
+    recorder = _Recorder(monkeypatch, [None])
+    assert runtime.checked_call(recorder.call) == "result of call 1" and recorder.switches == []

@@ -84,12 +84,13 @@ def require_plain(value, torch_tensor_type, depth: int = 0):
 
 
 class Session:
-    def __init__(self, submission: str, task_folder: str, device: str, after_call=None):
+    def __init__(self, submission: str, task_folder: str, device: str, checked_call=None):
         import torch
         from arena.taskdef.definition import add_task_paths
         self.torch = torch
         self.device = device
-        self.after_call = after_call        # --emulate-blackwell: raises what the emulated kernels did wrong
+        # --emulate-blackwell: runs a call, then raises what the emulated kernels did wrong
+        self.checked_call = checked_call or (lambda call: call())
         # The task's own task.py/reference.py/utils.py win over any of the same name beside the submission.
         sys.path.insert(0, str(Path(submission).resolve().parent))
         add_task_paths(Path(task_folder))
@@ -147,12 +148,14 @@ class Session:
         outputs = []
         for data in inputs:
             self._sync()
-            outputs.append(self.custom_kernel(data))
-            self._sync()
-            if self.after_call is not None:
-                self.after_call()
+            outputs.append(self.checked_call(lambda: self._synced_call(data)))
         self._launch_check()
         return {"outputs": outputs}
+
+    def _synced_call(self, data):
+        out = self.custom_kernel(data)
+        self._sync()
+        return out
 
     def _launch_check(self):
         """A launch that failed without raising (a raw <<<>>> of a kernel built for another GPU leaves
@@ -370,7 +373,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
             capability = blackwell.CAPABILITY     # errors are named for the GPU the submission sees (never
                                                   # "needs a Blackwell GPU": the emulation is one)
         session = Session(hello.submission, hello.task_folder, device,
-                          after_call=blackwell.raise_on_error if blackwell else None)
+                          checked_call=blackwell.checked_call if blackwell else None)
     except harness_guard.IntegrityViolation as error:
         channel.send(sock, {"error": str(error)})
         return
