@@ -683,6 +683,27 @@ def test_another_checkout_or_interpreter_gets_an_emulation_folder_of_its_own(tmp
 
 
 @needs_nvcc
+@pytest.mark.slow
+def test_evaluations_started_together_on_a_fresh_machine_all_get_the_whole_library(tmp_path):
+    """A batch starts many evaluations at once, and the first ones on a machine find no emulation folder yet:
+    each must wait for the one building it and read the whole library.ptx, never a file another nvcc is still
+    writing (a batch of 40 on four H200s: 39 ended in "ptxas: Parsing error" on a half-written library.ptx)."""
+    ask = ("import hashlib, os, sys; from arena.blackwell import toolchain; "
+           "os.environ.update(toolchain.prepare(sys.argv[1])); "
+           "print(hashlib.sha256(toolchain.library_ptx().encode()).hexdigest())")
+    starters = [subprocess.Popen([sys.executable, "-c", ask, str(tmp_path / "emulation")], cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    answers = [starter.communicate(timeout=600) for starter in starters]
+    assert [starter.returncode for starter in starters] == [0] * 6, [err[-300:] for _, err in answers]
+    digests = {out.strip() for out, _ in answers}
+    assert len(digests) == 1
+    built = subprocess.run([toolchain.real_tool("ptxas"),
+                            "-arch=sm_90a", "-c", str(next((tmp_path / "emulation").glob("*/library.ptx"))),
+                            "-o", str(tmp_path / "library.o")], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-500:]
+
+
+@needs_nvcc
 def test_packed_f32_pair_arithmetic_becomes_two_f32_operations(emulation_env, tmp_path):
     """sm_100's .f32x2 forms (Triton 3.6's mul.f32x2 for sm_100) are the f32 operation on each half of the .b64
     operands (element 0 in the low word); a guard stays on the result."""

@@ -6,6 +6,7 @@ torch.utils.cpp_extension (load_inline / load, through ninja) builds every CUDA 
 """
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -107,22 +108,33 @@ def prepare(base: str | None = None) -> dict[str, str]:
                                 "nvfp4-arena", "blackwell-emulation")
     work = os.path.join(base, library_version())
     if not os.path.exists(os.path.join(work, "ready")):
-        for sub in ("real", "shims", "bin", "extensions"):
-            os.makedirs(os.path.join(work, sub), exist_ok=True)
-        link = private_nvcc(work)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink(os.path.join(cuda, "bin", "nvcc"), link)     # nvcc finds its profile beside argv[0]
-        _write(os.path.join(work, "real", "nvcc.profile"), _PROFILE.format(cuda=cuda, shims=os.path.join(work, "shims")))
-        shims = os.path.join(HERE, "shims.py")
-        for tool, folder in (("ptxas", "shims"), ("fatbinary", "shims"), ("nvcc", "bin")):
-            _write(os.path.join(work, folder, tool), f'#!/bin/sh\nexec "{sys.executable}" "{shims}" {tool} "$@"\n', 0o755)
-        built = subprocess.run([os.path.join(cuda, "bin", "nvcc"), "-arch=sm_90a", "-rdc=true", "-ptx", "-O3",
-                                LIBRARY_SOURCE, "-o", os.path.join(work, "library.ptx")],
-                               capture_output=True, text=True)
-        if built.returncode != 0:
-            first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
-            raise ToolchainError(f"the tcgen05 emulation library did not build: {first}")
-        _write(os.path.join(work, "ready"), "")
+        os.makedirs(base, exist_ok=True)
+        # Evaluations started together (a batch on a fresh machine) share this folder: one builds it while the
+        # others wait, and nobody reads a library.ptx another is still writing.
+        with open(work + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(os.path.join(work, "ready")):
+                _build_folder(work, cuda)
     return {WORKDIR_ENV: work, CUDA_ENV: cuda, "PYTORCH_NVCC": os.path.join(work, "bin", "nvcc"),
             "TORCH_EXTENSIONS_DIR": os.path.join(work, "extensions")}
+
+
+def _build_folder(work: str, cuda: str) -> None:
+    for sub in ("real", "shims", "bin", "extensions"):
+        os.makedirs(os.path.join(work, sub), exist_ok=True)
+    link = private_nvcc(work)
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(os.path.join(cuda, "bin", "nvcc"), link)     # nvcc finds its profile beside argv[0]
+    _write(os.path.join(work, "real", "nvcc.profile"), _PROFILE.format(cuda=cuda, shims=os.path.join(work, "shims")))
+    shims = os.path.join(HERE, "shims.py")
+    for tool, folder in (("ptxas", "shims"), ("fatbinary", "shims"), ("nvcc", "bin")):
+        _write(os.path.join(work, folder, tool), f'#!/bin/sh\nexec "{sys.executable}" "{shims}" {tool} "$@"\n', 0o755)
+    partial = os.path.join(work, f"library.{os.getpid()}.ptx")
+    built = subprocess.run([os.path.join(cuda, "bin", "nvcc"), "-arch=sm_90a", "-rdc=true", "-ptx", "-O3",
+                            LIBRARY_SOURCE, "-o", partial], capture_output=True, text=True)
+    if built.returncode != 0:
+        first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
+        raise ToolchainError(f"the tcgen05 emulation library did not build: {first}")
+    os.replace(partial, os.path.join(work, "library.ptx"))
+    _write(os.path.join(work, "ready"), "")
