@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
 import json
 import os
 import re
@@ -250,12 +251,20 @@ _CUBLASLT_FP4_SOURCE = re.compile(r"cublasLt[\s\S]*(CUDA_R_4F_E2M1|SCALE_VEC16_U
 
 def note_submission(path: str) -> None:
     """The submission's source, for `cannot_judge` (a call into cuBLASLt's NVFP4 matmul fails here however its
-    own code words the error)."""
+    own code words the error), and its own folder of extension builds inside the emulation folder: evaluations
+    of different files that run at once without a jail share that folder, and two files that name their
+    extension alike (versions of one kernel) would otherwise build into one folder and load each other's
+    library (a corpus of 40 at once: versions of one GEMM failed with another version's wrong result or an
+    illegal instruction)."""
     try:
-        with open(path, errors="replace") as f:
-            _state["source"] = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
-        pass
+        return
+    _state["source"] = data.decode(errors="replace")
+    base = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if base:
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(base, hashlib.sha256(data).hexdigest()[:24])
 
 
 def cannot_judge(error: BaseException) -> str | None:

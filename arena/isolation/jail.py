@@ -42,6 +42,7 @@ class Isolation:
         self.home = None
         self.uid = None
         self.weak = ""
+        self.digest = submission.sha256[:24]
         self.limits = bubblewrap.default_limits()
         if not enabled:
             self.state, self.weak = "off (--no-sandbox)", "the sandbox is off (--no-sandbox)"
@@ -49,7 +50,7 @@ class Isolation:
         if not sys.platform.startswith("linux"):
             self.state, self.weak = "off (not Linux)", "the sandbox (bubblewrap) needs Linux"
             return
-        digest = submission.sha256[:24]
+        digest = self.digest
         uid, bwrap, problem = _jail_for(digest)
         if problem:
             self.state, self.weak = f"off: {problem}", f"no sandbox: {problem}"
@@ -98,6 +99,12 @@ class Isolation:
             gpu = gpu_nodes.evaluation_gpu()
             if gpu is not None:     # the jail sees this one GPU (arena/isolation/gpu_nodes.py): named, not counted
                 env["CUDA_VISIBLE_DEVICES"] = gpu.uuid
+        else:
+            # Unjailed evaluations share one home: a folder of builds per file, or two files that name their
+            # extension alike (versions of one kernel, run at once by a batch) would load each other's library.
+            base = env.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+                env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "torch_extensions")
+            env["TORCH_EXTENSIONS_DIR"] = os.path.join(base, self.digest)
         return env
 
 
