@@ -340,3 +340,12 @@ def test_a_race_is_forgiven_only_when_the_synchronous_run_is_clean(monkeypatch, 
 def test_nothing_recorded_means_one_call(monkeypatch):
     recorder = _Recorder(monkeypatch, [None])
     assert runtime.checked_call(recorder.call) == "result of call 1" and recorder.switches == []
+
+
+def test_a_dealloc_behind_copies_no_commit_covers_is_run_again_synchronously(monkeypatch, capsys):
+    """The same GEMM's uncommitted copies, still queued at its tcgen05.dealloc (1 case in 13 of its run)."""
+    line = runtime.describe([72, 3, 2, 0, 0, 0, 0, 0], {2: "tcgen05.cp.cta_group::1.32x128b.warpx4 [%r15], %rd19;",
+                                                         3: "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r1, 256;"})
+    recorder = _Recorder(monkeypatch, [runtime.EmulationError(line, 72, "ext.so"), None])
+    assert runtime.checked_call(recorder.call) == "result of call 2" and recorder.switches == [1, 0]
+    assert "never committed" in capsys.readouterr().err
