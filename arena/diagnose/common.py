@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from arena.taskdef.checking import as_3d  # noqa: F401  (the diagnosers view outputs through it)
+
 
 RTOL = ATOL = 1e-3        # the task's tolerance (task.yml) unless told otherwise
 TILE = 128                # output tile edge in the map
@@ -45,17 +47,6 @@ def _ranges(idx: list[int]) -> list[tuple[int, int]]:
         else:
             runs.append([i, i])
     return [tuple(r) for r in runs]
-
-
-def as_3d(t: torch.Tensor) -> torch.Tensor:
-    """View any output as [rows, cols, batches] for maps and stripes."""
-    if t.dim() == 3:
-        return t
-    if t.dim() == 2:
-        return t.unsqueeze(-1)
-    if t.dim() == 1:
-        return t.reshape(-1, 1, 1)
-    return t.reshape(t.shape[0], t.shape[1], -1)
 
 
 def index_pattern(bad: torch.Tensor, what: str, tile: int = TILE) -> str | None:

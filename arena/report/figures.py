@@ -18,7 +18,7 @@ from html import escape
 
 import torch
 
-from arena.taskdef.checking import mismatch_mask
+from arena.taskdef.checking import as_3d, mismatch_mask
 
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 LINE = 16                   # px per line of text in an SVG
@@ -141,18 +141,14 @@ def error_figures(output, expected, prefilled, rtol: float, atol: float, groups:
         return figures
     if not isinstance(output, torch.Tensor) or output.shape != expected.shape:
         return []
-    out3, ref3 = _as_3d(output), _as_3d(expected)
-    pre3 = _as_3d(prefilled) if isinstance(prefilled, torch.Tensor) and prefilled.shape == output.shape else None
+    out3, ref3 = as_3d(output), as_3d(expected)
+    pre3 = as_3d(prefilled) if isinstance(prefilled, torch.Tensor) and prefilled.shape == output.shape else None
     for b in range(out3.shape[2]):
         fig = error_figure(f"batch {b}", out3[:, :, b], ref3[:, :, b], pre3[:, :, b] if pre3 is not None else None,
                            rtol, atol)
         if fig.wrong or b == 0:
             figures.append(fig)
     return figures
-
-
-def _as_3d(t: torch.Tensor) -> torch.Tensor:
-    return t if t.dim() == 3 else t.unsqueeze(-1) if t.dim() == 2 else t.reshape(t.shape[0], -1, 1)
 
 
 def _as_2d(t: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,17 @@ from dataclasses import dataclass, field
 import torch
 
 
+def as_3d(t: torch.Tensor) -> torch.Tensor:
+    """Any output viewed as [rows, cols, batches], for maps, stripes and pictures of wrong elements."""
+    if t.dim() == 3:
+        return t
+    if t.dim() == 2:
+        return t.unsqueeze(-1)
+    if t.dim() == 1:
+        return t.reshape(-1, 1, 1)
+    return t.reshape(t.shape[0], t.shape[1], -1)
+
+
 @torch.no_grad()
 def mismatch_mask(received: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     """Elements that fail |r - e| <= atol + rtol*|e|, or whose NaN / +Inf / -Inf status differs."""
