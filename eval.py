@@ -233,8 +233,6 @@ def evaluate(mode: str, given: dict):
         task, options = plan_run(mode, given, case_set, secret, popcorn_fd)
     except PlanError as error:
         fail_setup(str(error), error.code)
-    submission = given["submission"]
-    json_path, report_path, plots_dir = given["json_path"], given.get("report_path"), given.get("plots_dir")
     if mode == "diagnose" and not specfile and not only:    # the first failing case, unless one was chosen
         from arena.run.diagnose_cases import diagnose_cases
         try:
@@ -246,18 +244,9 @@ def evaluate(mode: str, given: dict):
     other = task_named_elsewhere(options.submission, task)
     if other:
         click.echo(f"notice: {other}", err=True)
-
-    indexed = list(options.cases)
-
-    def record(finished):       # after every case: a stopped or killed run keeps what it finished
-        if json_path:
-            from arena.report import terminal
-            try:
-                terminal.write_json(json_path, mode, task.name, submission, finished, None, None, len(indexed))
-            except OSError as error:
-                click.echo(f"warning: cannot write {json_path}: {error.strerror}", err=True)
+    sinks = _sinks(given, popcorn_fd, static)
     try:
-        results, reports, info = run_mode(task, replace(options, record=record))
+        outcome = run_mode(task, replace(options, sinks=tuple(sinks)))
     except TaskError as error:
         fail_setup(str(error), EXIT_SPEC)
     except EmulationUnavailable as error:
@@ -270,45 +259,39 @@ def evaluate(mode: str, given: dict):
         sys.exit(130)
     finally:
         parent_guard.write_import_audit()
+    info, results = outcome.info, outcome.results
     if info.stopped:
         _ignore_further_signals()   # the results of the cases that finished get written whole
-    from arena.report import terminal       # imported by run_mode already (it imports torch: not before the worker starts)
     info.static_warnings = [f.as_dict() for f in static]
     if info.refused:
         click.echo(f"error: {info.refused}", err=True)
-    if popcorn_fd is not None:
-        terminal.write_popcorn(int(popcorn_fd), terminal.popcorn_lines(mode, results, reports, not info.stopped))
-        terminal.echo_integrity(results, static, info.integrity, info.notices)   # stderr: protocol lines stay official
-    else:
-        terminal.render(_console(), mode, results, info, reports)
-    written = True
-    if json_path:
-        try:
-            terminal.write_json(json_path, mode, task.name, submission, results, info, reports, len(indexed))
-        except OSError as error:
-            click.echo(f"error: cannot write the JSON file {json_path}: {error.strerror}", err=True)
-            written = False
-    from arena.report.html_report import write_pictures
-    pictures_written, said = write_pictures(mode, task.name, submission, results, info, report_path, plots_dir)
-    for line in said:
-        click.echo(line, err=True)
-    written = pictures_written and written
-    not_run = sum(bool(r.not_run) for r in results)
-    failed = sum(not r.passed for r in results) - not_run
+    written = all([sink.run_finished(outcome) for sink in sinks])      # every sink, even after one failed
     if info.stopped:
-        click.echo(f"error: {info.stopped}: {len(results)} of {len(indexed)} cases finished and reported, "
+        click.echo(f"error: {info.stopped}: {len(results)} of {outcome.planned} cases finished and reported, "
                    f"{info.not_reached} not reached", err=True)
         sys.exit(128 + info.signal)
-    if info.import_error and failed:
+    if info.import_error and outcome.failed:
         click.echo(f"error: {info.import_error}", err=True)
-    elif failed:
-        click.echo(f"error: {failed} of {len(results)} cases failed", err=True)
-    if not_run:
+    elif outcome.failed:
+        click.echo(f"error: {outcome.failed} of {len(results)} cases failed", err=True)
+    if outcome.not_run:
         first = next(r.not_run for r in results if r.not_run)
-        click.echo(f"not judged: {not_run} of {len(results)} cases: {first}", err=True)
-    if failed or info.refused or not written:
+        click.echo(f"not judged: {outcome.not_run} of {len(results)} cases: {first}", err=True)
+    if outcome.failed or info.refused or not written:
         sys.exit(EXIT_FAILED)
-    sys.exit(EXIT_NOT_RUN if not_run else EXIT_OK)
+    sys.exit(EXIT_NOT_RUN if outcome.not_run else EXIT_OK)
+
+
+def _sinks(given: dict, popcorn_fd: str | None, static: list) -> list:
+    """Where this run's results go (arena/report/sinks.py): the POPCORN pipe or the terminal, then --json,
+    then --report and --plots."""
+    from arena.report import sinks
+    chosen = [sinks.Popcorn(int(popcorn_fd), static) if popcorn_fd is not None else sinks.Terminal(_console())]
+    if given["json_path"]:
+        chosen.append(sinks.JsonFile(given["json_path"]))
+    if given.get("report_path") or given.get("plots_dir"):
+        chosen.append(sinks.Pictures(given.get("report_path"), given.get("plots_dir")))
+    return chosen
 
 
 def _ignore_further_signals():

@@ -219,7 +219,8 @@ def test_a_scheduling_hiccup_in_some_drains_is_not_an_escape():
 def test_every_guarded_name_resolves():
     """GUARDED names harness internals by string: a rename would silently drop its guard."""
     import importlib
-    for module in ("arena.clock.timing", "arena.worker.server", "arena.audit.harness_guard", "arena.worker.channel", "arena.worker.tensorwire",
+    for module in ("arena.clock.timing", "arena.worker.server", "arena.worker.session", "arena.audit.harness_guard",
+                   "arena.worker.channel", "arena.worker.tensorwire",
                    "socket", "json", "time"):
         importlib.import_module(module)
     missing = [path for path in harness_guard.GUARDED if not harness_guard._resolve(path)[0]]

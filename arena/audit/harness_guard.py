@@ -25,9 +25,11 @@ GUARDED = (
     "arena.clock.timing.time_calls_gpu", "arena.clock.timing.time_calls_wall", "arena.clock.timing.time_together_gpu",
     "arena.clock.timing.time_together_wall", "arena.clock.timing.busy_spin",
     "arena.clock.timing.l2_flush_buffer", "arena.clock.timing.clear_l2_cache",
-    "arena.worker.server.Session", "arena.worker.server.Session.run", "arena.worker.server.Session.time", "arena.worker.server.Session.wall",
-    "arena.worker.server.Session.profile", "arena.worker.server.Session._sync", "arena.worker.server._first_line",
-    "arena.worker.server.require_plain", "arena.worker.server._foreign_threads", "arena.worker.server.serve",
+    "arena.worker.session.Session", "arena.worker.session.Session.run", "arena.worker.session.Session.time",
+    "arena.worker.session.Session.wall", "arena.worker.session.Session.profile", "arena.worker.session.Session._sync",
+    "arena.worker.session.Session._synced_call", "arena.worker.session.require_plain",
+    "arena.worker.session.foreign_threads", "arena.worker.server.Session", "arena.worker.server._first_line",
+    "arena.worker.server.foreign_threads", "arena.worker.server.serve",
     "arena.audit.harness_guard.time_calls_drain", "arena.audit.harness_guard.sync_latency_ns", "arena.audit.harness_guard.find_violations",
     "arena.worker.channel.send", "arena.worker.channel.receive", "arena.worker.channel._read_exactly", "arena.worker.channel.json",
     "arena.worker.tensorwire.Encoder", "arena.worker.tensorwire.Decoder", "arena.worker.tensorwire.encode",
@@ -36,8 +38,8 @@ GUARDED = (
 )
 
 # Modules whose every global, function code object and defaults are compared after every request.
-DEEP_MODULES = ("arena.clock.timing", "arena.worker.server", "arena.audit.harness_guard", "arena.worker.channel", "arena.worker.tensorwire",
-                "arena.worker.messages", "arena.clock.masking", "json", "json.encoder", "json.decoder", "time")
+DEEP_MODULES = ("arena.clock.timing", "arena.worker.server", "arena.worker.session", "arena.audit.harness_guard",
+                "arena.worker.channel", "arena.worker.tensorwire", "arena.worker.messages", "arena.clock.masking", "json", "json.encoder", "json.decoder", "time")
 
 
 def _resolve(path: str):
@@ -72,8 +74,8 @@ class HarnessGuard:
 
     def __init__(self, paths=GUARDED):
         self.modules = {name: sys.modules.get(name) for name in
-                        ("time", "torch", "torch.cuda", "arena.clock.timing", "arena.worker.server", "arena.audit.harness_guard",
-                         "multiprocessing.connection")}
+                        ("time", "torch", "torch.cuda", "arena.clock.timing", "arena.worker.server",
+                         "arena.worker.session", "arena.audit.harness_guard", "multiprocessing.connection")}
         self.saved = {}
         self.links = []         # (dotted path, container, attribute name, object): every step of every path
         for path in paths:

@@ -81,6 +81,28 @@ class RunInfo:
                 "stopped": self.stopped, "not_reached": self.not_reached}
 
 
+@dataclass
+class RunOutcome:
+    """What a run hands to its sinks (arena/report/sinks.py): after every case, with `info` None while the run
+    goes on, and once at its end, `info` filled."""
+    mode: str
+    task: str
+    submission: str                                  # the file's path
+    planned: int                                     # cases the run set out to do
+    results: list[CaseResult] = field(default_factory=list)
+    reports: dict[int, list[dict] | str] = field(default_factory=dict)   # diagnose: the case's probes; profile:
+                                                                        # its table
+    info: RunInfo | None = None
+
+    @property
+    def not_run(self) -> int:
+        return sum(bool(r.not_run) for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return sum(not r.passed for r in self.results) - self.not_run
+
+
 def geomean_us(results: list[CaseResult]) -> float | None:
     means = [r.stats.mean / 1e3 for r in results if r.passed and r.stats]
     if not means or len(means) != len(results):

@@ -21,8 +21,9 @@ def diagnose_cases(task, options: RunOptions, case_set: str) -> list:
     indexed = list(options.cases)
     progress = Progress(quiet=options.quiet)
     progress.announce(f"diagnose: running test on the {len(indexed)} {case_set} cases to find the first that fails")
-    results, _, info = run_mode(task, replace(options, mode="test", quiet=True, first_failure=True, popcorn_fd=None,
-                                              figures=False))
+    outcome = run_mode(task, replace(options, mode="test", quiet=True, first_failure=True, popcorn_fd=None,
+                                     figures=False, sinks=()))
+    results, info = outcome.results, outcome.info
     progress.close()
     if info.stopped:
         raise PlanError(f"{info.stopped} while looking for a failing case", 128 + info.signal)

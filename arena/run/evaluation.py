@@ -61,11 +61,11 @@ def blackwell_emulation_problem(torch) -> str | None:
 
 
 def run_mode(task, options: RunOptions):
-    """Run `options.mode` on `options.cases`: (results, reports, RunInfo). `options.timeout` None: each
-    request's limit fits its case (arena/run/limits.py auto_timeout). After a hang the other cases are not run
-    (`keep_going` runs them); SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped).
-    `options.record(results)` is called after every case, so the caller can write what is finished before
-    the run ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
+    """Run `options.mode` on `options.cases`: a RunOutcome (results, reports, RunInfo). `options.timeout` None:
+    each request's limit fits its case (arena/run/limits.py auto_timeout). After a hang the other cases are not
+    run (`keep_going` runs them); SIGINT/SIGTERM end the run with the cases finished so far (RunInfo.stopped).
+    Each of `options.sinks` gets the outcome after every case, so what is finished is written before the run
+    ends. `first_failure`: stop after the first case that fails (diagnose's search for a case)."""
     sandboxed = options.sandboxed and os.environ.get("POPCORN_NCU") is None and \
         os.environ.get(jail.NO_SANDBOX_ENV) != "1"
     options = replace(options, sandboxed=sandboxed)
@@ -101,7 +101,7 @@ def _run(task, options: RunOptions, launch: Launch):
     from arena.run.benchmark import benchmark_case
     from arena.run.evaluator import Evaluator
     from arena.run.limits import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Limits
-    from arena.report.results import RunInfo, mark_not_run
+    from arena.report.results import RunInfo, RunOutcome, mark_not_run
     from arena.report.terminal import system_info
     from arena.worker.client import Worker, WorkerFailure
 
@@ -109,7 +109,7 @@ def _run(task, options: RunOptions, launch: Launch):
     # module loaded later could be one the submission rewrote.
     from arena import diagnose  # noqa: F401
     from arena.report import figures, html_report, terminal  # noqa: F401
-    mode, progress, record = options.mode, launch.progress, options.record or (lambda results: None)
+    mode, progress = options.mode, launch.progress
     terminal.warm_up(mode)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if options.emulate_blackwell and blackwell_emulation_problem(torch):
@@ -141,7 +141,13 @@ def _run(task, options: RunOptions, launch: Launch):
     evaluator.builds = bool(extensions_built_by(options.submission.text))
     evaluator.builds_per_shape = bool(jit_kernels_in(options.submission.text))
     indexed = list(options.cases)
-    results, reports, refused = [], {}, ""
+    outcome = RunOutcome(mode, task.name, options.submission.path, len(indexed))
+    results, reports, refused = outcome.results, outcome.reports, ""
+
+    def record():       # after every case: a stopped or killed run keeps what it finished
+        for sink in options.sinks:
+            sink.case_finished(outcome)
+
     wall_s = {"worker_start": 0.0, "cases": []}     # where the run's time went, in the JSON
     stopped, import_error, hang = "", None, None
     try:
@@ -157,7 +163,7 @@ def _run(task, options: RunOptions, launch: Launch):
         for index, case in indexed:
             if import_error or hang is not None:
                 results.append(mark_not_run(_not_run(index, case, import_error, hang)))
-                record(results)
+                record()
                 continue
             case_clock = time.perf_counter()
             progress.case(index, case.spec, len(indexed), "generating inputs")
@@ -174,7 +180,7 @@ def _run(task, options: RunOptions, launch: Launch):
                 results.append(benchmark_case(evaluator, index, case, case.extra.get("sol_us")))
             wall_s["cases"].append(round(time.perf_counter() - case_clock, 3))
             mark_not_run(results[-1])
-            record(results)                 # written before the line says the case is done
+            record()                        # written before the line says the case is done
             progress.finished(index, results[-1].passed, _one_line(results[-1]), results[-1].not_run)
             if evaluator.take_hang() and not options.keep_going:
                 hang = index        # the same kernel hangs the same way: the other cases are not waited out
@@ -187,9 +193,10 @@ def _run(task, options: RunOptions, launch: Launch):
     finally:
         worker.stop()
         clean.stop()
-    info = RunInfo(machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - launch.clock, 3)},
-                   integrity={"parent": launch.hardening, "worker": worker.hardening}, notices=worker.notices,
-                   refused=refused, stopped=stopped, signal=signum if stopped else 0,
-                   not_reached=len(indexed) - len(results) if stopped else 0,
-                   import_error=str(import_error) if import_error else "")
-    return results, reports, info
+    outcome.info = RunInfo(
+        machine=system_info(), wall_s={**wall_s, "total": round(time.perf_counter() - launch.clock, 3)},
+        integrity={"parent": launch.hardening, "worker": worker.hardening}, notices=worker.notices,
+        refused=refused, stopped=stopped, signal=signum if stopped else 0,
+        not_reached=len(indexed) - len(results) if stopped else 0,
+        import_error=str(import_error) if import_error else "")
+    return outcome

@@ -4,8 +4,6 @@ arena/run/evaluation.py, arena/run/evaluator.py read it. Only the standard libra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
-
 from arena.submission_file import SubmissionFile
 
 
@@ -31,7 +29,7 @@ class RunOptions:
     popcorn_fd: str | None = None               # the competition's result pipe, when the runner gave one
     figures: bool = False                       # keep pictures of wrong outputs and timed samples (--report/--plots)
     quiet: bool = False                         # no progress on stderr
-    record: Callable | None = field(default=None, compare=False)   # called with the finished results after each case
+    sinks: tuple = field(default=(), compare=False)     # arena/report/sinks.py: each gets the outcome after each case
     # emulation
     emulate_blackwell: bool = False             # sm_100a build, tcgen05 in software on a Hopper GPU
 
