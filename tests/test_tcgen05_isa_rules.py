@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from arena.blackwell import runtime, toolchain
+from arena.blackwell import error_words, runtime, toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tests", "blackwell", "idesc_rules.cu")
@@ -253,7 +253,7 @@ def test_every_library_error_code_has_a_message():
     assert codes["E_PAIR_CLUSTER"] == 80 and codes["E_SMEM_OVERWRITE"] == 74     # the parse counts as C++ does
     unused = {"E_NOT_CONVERGED", "E_SCALE_ALIGN", "E_CP_SWIZZLE"}   # never raised: kept so that the numbering holds
     missing = {name: code for name, code in codes.items() if name not in unused
-               and code not in runtime.MESSAGES and code not in runtime.SITE_MESSAGES}
+               and code not in error_words.MESSAGES and code not in error_words.SITE_MESSAGES}
     assert missing == {}
     # an access past the CTA's own allocation, to columns nobody holds, is served by a B200: a warning
     beyond = runtime.describe([codes["W_BEYOND_ALLOC"], 3, 256, 4, 0, 0, 0, 0], {3: "tcgen05.cp..."})
