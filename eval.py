@@ -244,7 +244,9 @@ def evaluate(mode: str, given: dict):
     other = task_named_elsewhere(options.submission, task)
     if other:
         click.echo(f"notice: {other}", err=True)
-    sinks = _sinks(given, popcorn_fd, static)
+    from arena.report.sinks import choose_sinks
+    sinks = choose_sinks(popcorn_fd, static, given["json_path"], given.get("report_path"), given.get("plots_dir"),
+                         console=None if popcorn_fd is not None else _console())
     try:
         outcome = run_mode(task, replace(options, sinks=tuple(sinks)))
     except TaskError as error:
@@ -280,18 +282,6 @@ def evaluate(mode: str, given: dict):
     if outcome.failed or info.refused or not written:
         sys.exit(EXIT_FAILED)
     sys.exit(EXIT_NOT_RUN if outcome.not_run else EXIT_OK)
-
-
-def _sinks(given: dict, popcorn_fd: str | None, static: list) -> list:
-    """Where this run's results go (arena/report/sinks.py): the POPCORN pipe or the terminal, then --json,
-    then --report and --plots."""
-    from arena.report import sinks
-    chosen = [sinks.Popcorn(int(popcorn_fd), static) if popcorn_fd is not None else sinks.Terminal(_console())]
-    if given["json_path"]:
-        chosen.append(sinks.JsonFile(given["json_path"]))
-    if given.get("report_path") or given.get("plots_dir"):
-        chosen.append(sinks.Pictures(given.get("report_path"), given.get("plots_dir")))
-    return chosen
 
 
 def _ignore_further_signals():

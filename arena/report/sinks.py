@@ -100,3 +100,15 @@ class Pictures:
         for line in said:
             _say(line)
         return written
+
+
+def choose_sinks(popcorn_fd: str | None, static: list, json_path: str | None, report_path: str | None,
+                 plots_dir: str | None, console=None) -> list:
+    """Where a run's results go: the POPCORN pipe when the runner gave one, else the terminal (`console`); then
+    --json, then --report and --plots."""
+    chosen = [Popcorn(int(popcorn_fd), static) if popcorn_fd is not None else Terminal(console)]
+    if json_path:
+        chosen.append(JsonFile(json_path))
+    if report_path or plots_dir:
+        chosen.append(Pictures(report_path, plots_dir))
+    return chosen
