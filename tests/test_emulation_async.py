@@ -6,6 +6,8 @@ operations late and name a missing wait, commit or barrier (the GPU half: bench/
 - a tcgen05.ld is finished by tcgen05.wait::ld or by the first use of one of its registers
   (__nvfp4emu_ld_finished), so that the library can report tensor memory overwritten or freed while a load still
   reads it; the rewritten module still assembles for sm_90a;
+- every barrier wait (bar.sync, barrier.cluster.wait, a completed mbarrier wait) and every arrival tells the library
+  (__nvfp4emu_barrier), so that it can tell a tcgen05.st that no barrier orders before another warp's MMA;
 - each new error reads as one line naming the instruction and the missing step;
 - each planted bug of tests/blackwell/planted.py still applies to the shipped submission.py.
 """
@@ -129,6 +131,8 @@ SITES = {3: "tcgen05.ld.sync.aligned.32x32b.x32.b32 {...}, [%r9];",
     ([72, 3, 5, 0], "this tcgen05.dealloc frees tensor-memory columns that `tcgen05.mma"),
     ([73, 5, 1, 0x400], "the B operand of this instruction in shared memory (descriptor start 0x400) changed"),
     ([74, 7, 5, 0x441], "this copy writes shared memory that `tcgen05.mma"),
+    ([66, 3, 5, 2], "this tcgen05.st (warp 2) writes tensor memory that `tcgen05.mma"),
+    ([67, 5, 3, 1], "that warp 1 wrote with `tcgen05.ld"),
 ])
 def test_each_async_error_is_one_line_naming_the_instruction_and_the_missing_step(record, words):
     line = runtime.describe(record + [1, 0, 0, 33], SITES)
@@ -138,7 +142,47 @@ def test_each_async_error_is_one_line_naming_the_instruction_and_the_missing_ste
         assert f"`{SITES[5]}`" in line
     if record[0] in (63, 70):
         assert f"`{SITES[3]}`" in line
-    assert line.startswith("emulated tcgen05 warning: " if record[0] in (63, 64) else "emulated tcgen05: ")
+    assert line.startswith("emulated tcgen05 warning: " if record[0] in (63, 64, 66, 67) else "emulated tcgen05: ")
+
+
+BARRIER_MODULE = """.version 8.7
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u32 p)
+{
+.reg .b32 %r<4>;
+.reg .pred %p<3>;
+ld.param.u32 %r1, [p];
+BODY
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("body, waited", [
+    ("bar.sync 0;", [1]),
+    ("barrier.sync.aligned 1, 64;", [1]),
+    ("@%p1 bar.sync 0;", [1]),
+    ("bar.red.popc.u32 %r2, 0, %p1;", [1]),
+    ("barrier.cluster.wait.aligned;", [1]),
+    ("bar.arrive 1, 64;", [0]),
+    ("barrier.cluster.arrive.release.aligned;", [0]),
+    ("mbarrier.arrive.shared::cta.b64 _, [%r1];", [0]),
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 128;", [0]),
+    ("cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];", [0]),
+    ("mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r2;", [1]),
+    ("bar.warp.sync -1;", []),
+    ("fence.proxy.async.shared::cta;", []),
+])
+def test_every_barrier_wait_and_arrival_tells_the_library(body, waited):
+    new, _ = ptx_rewrite.rewrite(BARRIER_MODULE.replace("BODY", body), ".version 8.7\n.target sm_90a\n.address_size 64\n")
+    code = ptx_rewrite.strip_comments(new)
+    told = [int(x) for x in re.findall(r"st\.param\.b32 \[emu_\w+\], (\d+);\s*(?:@%p\d+ )?call __nvfp4emu_barrier", code)]
+    assert told == waited, code
+    if body.startswith("@%p1"):
+        assert "@%p1 call __nvfp4emu_barrier" in code
+    if "try_wait" in body:   # only a completed wait orders stores
+        assert "@%p2 call __nvfp4emu_barrier" in code
 
 
 @pytest.mark.parametrize("bug", list(planted.BUGS))

@@ -112,6 +112,18 @@ SITE_MESSAGES = {
                             f"(warp {b}) has not finished reading (no tcgen05.wait::ld, its registers not used yet): "
                             "another CTA may allocate and overwrite them while the load still reads; wait for the "
                             "load and synchronize the warps (tcgen05.wait::ld, then a barrier) before tcgen05.dealloc",
+    67: lambda a, b, sites: f"this MMA reads tensor memory (scale factors, A or the accumulator) that warp {b} wrote "
+                            f"with `{sites.get(a, f'call site {a}')}`, and no barrier orders that store before the "
+                            "MMA (the issuing warp passed no bar.sync or mbarrier wait after it; a warp's "
+                            "tcgen05.wait::st orders its own stores only): the MMA sees the store only if it was "
+                            "issued first, as here; on a B200 a warp that stores later (after a slower load, say) "
+                            "leaves the MMA the old values. After tcgen05.wait::st, synchronize the warps "
+                            "(tcgen05.fence::before_thread_sync, a barrier, tcgen05.fence::after_thread_sync)",
+    66: lambda a, b, sites: f"this tcgen05.st (warp {b}) writes tensor memory that `{sites.get(a, f'call site {a}')}` "
+                            "reads, issued earlier with nothing ordering the two (no wait on its tcgen05.commit's "
+                            "mbarrier before the store): the emulation runs that MMA first, on the values before the "
+                            "store, as a B200 most likely does; wait on the commit's mbarrier before overwriting what "
+                            "an MMA reads",
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }
@@ -122,7 +134,7 @@ KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4
 MESSAGES[65] = ("columns {a}..{a}+{b} of tensor memory lie past this CTA's tcgen05.alloc, and no other CTA holds them: "
                 "a B200 reads and writes them all the same, until another CTA on the SM allocates them (allocate "
                 "every column the kernel uses)")
-WARNINGS = (60, 61, 63, 64, 65)
+WARNINGS = (60, 61, 63, 64, 65, 66, 67)
 
 
 def _bits(mask: int) -> str:

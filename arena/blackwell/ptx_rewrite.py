@@ -44,6 +44,14 @@ _TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduc
                   r"\{\s*(?P<c0>[^,}\s]+)(?P<rest>[^}]*)\}\s*\][^;]*);")
 _MBAR_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>mbarrier\.(?:try_wait|test_wait)\b[\w:.]*)\s+"
                         r"(?P<args>[^;]*);")
+# Barrier operations a warp's tcgen05.st is ordered by (the library's __nvfp4emu_barrier): waits (a CTA barrier, a
+# cluster barrier's wait) and arrivals (the non-blocking halves, mbarrier arrivals). bar.warp.sync orders nothing
+# across warps.
+_BARRIER_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?<![\w.$%])(?P<op>(?:bar|barrier)(?:\.cta)?\.(?:sync|red)\b[\w:.]*|"
+                           r"barrier\.cluster\.wait\b[\w:.]*)(?P<args>[^;]*);")
+_ARRIVE = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?<![\w.$%])(?P<op>(?:bar|barrier)(?:\.cta)?\.arrive\b[\w:.]*|"
+                     r"barrier\.cluster\.arrive\b[\w:.]*|(?:cp\.async\.)?mbarrier\.arrive(?:_drop)?\b[\w:.]*)"
+                     r"(?P<args>[^;]*);")
 _BULK_TO_SHARED = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>cp\.async\.bulk\.(?:tensor\.\w+\.)?"
                              r"shared::(?:cluster|cta)\.global\b[\w:.]*)\s+(?P<dst>\[[^\]]*\])")
 
@@ -281,6 +289,13 @@ def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
+def _after_barrier(m: re.Match, waited: int) -> str:
+    """The barrier operation, then the library's note of it for the warp (`waited` 1 for a wait, 0 an arrival)."""
+    guard = m.group("guard") or ""
+    return (f"{m.group(0)}\n\t{{ .param .b32 emu_bw; st.param.b32 [emu_bw], {waited}; "
+            f"{guard}call __nvfp4emu_barrier, (emu_bw); }}")
+
+
 def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     """mbarrier.try_wait / test_wait: when the phase is incomplete, the emulated tcgen05 operations queued before
     a commit to this barrier complete (__nvfp4emu_wait_failed), then the wait is tried once more. Operations
@@ -298,6 +313,8 @@ def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     e.guard = f"@{failed} "
     retried = e.call("__nvfp4emu_wait_failed", [("0", 32), (address, 32)], result_bits=32)
     e.body += [f"@{failed} setp.ne.u32 {failed}, {retried}, 0;", f"@{failed} {op} {m.group('args').strip()};"]
+    e.guard = f"@{operands[0]} " if operands[0].startswith("%") else e.guard   # a completed wait orders stores
+    e.call("__nvfp4emu_barrier", [("1", 32)])
     return e.text()
 
 
@@ -413,6 +430,8 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
+    text = _BARRIER_WAIT.sub(lambda m: _after_barrier(m, 1), text)
+    text = _ARRIVE.sub(lambda m: _after_barrier(m, 0), text)
     text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)
     text = finish_loads(text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)

@@ -71,6 +71,23 @@ __device__ unsigned int __nvfp4emu_qserving[EMU_MAX_SM * EMU_GRANULES];
 // orders it; NVIDIA's CuTe DSL examples rely on that and never wait).
 __device__ uint32_t __nvfp4emu_ldpend[EMU_MAX_SM * EMU_GRANULES * 32 * 4];
 }
+// Ordering of tcgen05.st before another warp's MMA, one record per warp of the CTA (by queue slot): the warp's
+// stores since its last barrier operation (site of the latest, columns [lo, hi) of its lane quarter, the CTA's
+// store count at the latest), the warp's count of barrier operations (arrive or wait) and the CTA's store count
+// when the warp last left a barrier wait (bar.sync, barrier.cluster.wait, a successful mbarrier wait). The PTX
+// memory model orders a store before another warp's MMA only through such a barrier. B200 runs of public GEMMs
+// whose warps store scale factors and whose warp 0 issues the MMA after its own tcgen05.wait::st alone agree with
+// this model: the MMA reads tensor memory as the stores issued before it left it. One whose warps 1-3 loaded their
+// scale factors from global memory first (and stored late) got rows 32-127 wrong on some tiles; one whose warps
+// stored from shared memory, in step with warp 0, passed. So a store issued before the MMA counts (a warning names
+// the missing barrier), and a store issued after it never reaches it (emu_store_lands).
+struct EmuWarpSync { uint32_t site, lo, hi, epoch_at, seq, epoch, synced, pad; };
+extern "C" {
+__device__ EmuWarpSync __nvfp4emu_warpsync[EMU_MAX_SM * EMU_GRANULES * 32];
+__device__ uint32_t __nvfp4emu_events[EMU_MAX_SM * EMU_GRANULES];     // tcgen05.st and MMA issues of the CTA so far
+__device__ uint32_t __nvfp4emu_last_mma_at[EMU_MAX_SM * EMU_GRANULES];   // the event count at the last MMA's issue
+__device__ EmuOp __nvfp4emu_last_mma[EMU_MAX_SM * EMU_GRANULES];          // that MMA
+}
 static __device__ __forceinline__ uint4 emu_ldpend_get(uint32_t i) {
   const volatile uint32_t* p = __nvfp4emu_ldpend + 4u * i;
   return make_uint4(p[0], p[1], p[2], p[3]);
@@ -92,6 +109,7 @@ enum : uint32_t {
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
   E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC, W_BEYOND_ALLOC,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
+  W_ST_UNDER_MMA = 66, W_ST_UNORDERED,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
 };
@@ -156,6 +174,10 @@ static __device__ void emu_fail_by(uint32_t thread, uint32_t code, uint32_t site
 
 // The first warning: words 8-15, laid out as the error record.
 static __device__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
+  if (code == 66u || code == 67u) {   // a race between warps says more than a lint finding recorded before it
+    const uint32_t old = *(volatile uint32_t*)&__nvfp4emu_state[8];
+    if (old == 60u || old == 61u) atomicCAS(&__nvfp4emu_state[8], old, 0u);
+  }
   emu_record(8, code, site, a, b, emu_thread());
 }
 static __device__ void emu_warn_by(uint32_t thread, uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
@@ -286,7 +308,11 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       if (found >= 0) {
         for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
         __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;
-        for (uint32_t w = 0; w < 32u; ++w) emu_ldpend_set((sm * EMU_GRANULES + found) * 32u + w, 0u, 0u, 0u);
+        for (uint32_t w = 0; w < 32u; ++w) {
+          emu_ldpend_set((sm * EMU_GRANULES + found) * 32u + w, 0u, 0u, 0u);
+          __nvfp4emu_warpsync[(sm * EMU_GRANULES + found) * 32u + w] = EmuWarpSync{};
+        }
+        __nvfp4emu_events[sm * EMU_GRANULES + found] = __nvfp4emu_last_mma_at[sm * EMU_GRANULES + found] = 0u;
       }
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
@@ -355,6 +381,7 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tmem_ptr(uint32
   }
   uint32_t* block = emu_block(site, 32u * quarter + lane0 % 32u, col0, rows, cols, is_load != 0u);
   if (l == 0u && block != __nvfp4emu_dummy) emu_track_load_store(site, is_load, col0, cols, 32u * quarter, emu_warp_in_cta());
+  if (!is_load) __syncwarp(mask);   // a store lands after lane 0 has run the MMAs that read these columns
   return (unsigned long long)(block + dl * EMU_COLS + dc);
 }
 
@@ -898,6 +925,8 @@ static __device__ __forceinline__ uint32_t emu_e2m1x4_to_s8x4(uint32_t nib16) {
   return (pos & ~s) | (neg & s);
 }
 
+static __device__ void emu_mma_ordering(uint32_t site, const EmuOp& op);   // (with ld / st tracking)
+
 // Issue: every check that does not depend on the data (descriptors, shapes, columns owned), then queue.
 extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t kind, uint32_t vec, uint32_t d_taddr,
                                                       unsigned long long a_operand, uint32_t a_in_tmem,
@@ -933,6 +962,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
   if (!a_in_tmem) emu_operand_range(da, m.M, 2u, op.a_lo, op.a_hi);
   emu_operand_range(db, m.N, 2u, op.b_lo, op.b_hi);
   emu_check_loads_before_write(site, op.col0, op.ncols, 0u, m.M);
+  emu_mma_ordering(site, op);
   emu_issue(site, op);
 }
 
@@ -1086,13 +1116,100 @@ static __device__ void emu_run(const EmuOp& op) {
 // tcgen05.ld of columns [col, col + n) (lanes of the warp's quarter): an error when a queued mma/cp still writes one
 // of them (never committed, or its commit's mbarrier never waited on); the load is then pending until it is
 // finished. tcgen05.st: an error when a warp's unfinished load reads them.
+// Whether a queued (or issuing) MMA reads tensor-memory columns [col, col + n) of lanes [lane0, lane0 + 32):
+// its scale factors (every lane quarter), A in tensor memory, or D when it accumulates.
+static __device__ bool emu_mma_reads(const EmuOp& op, uint32_t col, uint32_t n, uint32_t lane0) {
+  if (op.verb != OP_MMA) return false;
+  EmuMma m;
+  if (emu_idesc(op.kind, op.idesc, op.vec, m) != E_NONE) return false;
+  const auto hits = [&](uint32_t c, uint32_t cols, uint32_t l, uint32_t lanes) {
+    return c < col + n && col < c + cols && l < lane0 + 32u && lane0 < l + lanes;
+  };
+  if (m.scaled && (hits(op.sfa & 0xFFFFu, (m.M + 31u) / 32u, 0u, EMU_LANES) ||
+                   hits(op.sfb & 0xFFFFu, (m.N + 31u) / 32u, 0u, EMU_LANES))) return true;
+  if (op.a_in_tmem && hits((uint32_t)op.a & 0xFFFFu, m.K * m.bits / 32u, (uint32_t)op.a >> 16, m.M)) return true;
+  return op.accumulate && hits(op.d_taddr & 0xFFFFu, m.N, 0u, m.M);
+}
+
+// A tcgen05.st of warp `warp` into columns [col, col + n) of its quarter, where an MMA issued before it reads: a
+// B200 runs an issued MMA at once, on the values before the store. An MMA still queued therefore completes now,
+// and a warning names the race; so does an MMA already run here that was issued after the storing warp's last
+// barrier wait (the store was meant for it and came too late). Then the store joins the warp's record.
+static __device__ void emu_store_lands(uint32_t site, int q, uint32_t col, uint32_t n, uint32_t lane0, uint32_t warp) {
+  volatile EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + warp];
+  bool warned = false;
+  if (*(volatile uint32_t*)&__nvfp4emu_qhead[q] != *(volatile uint32_t*)&__nvfp4emu_qtail[q]) {
+    emu_qlock(q);
+    const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
+    uint32_t end = head, reader = 0u;
+    for (uint32_t i = head; i != tail; ++i)
+      if (emu_mma_reads(emu_qop(q, i), col, n, lane0)) { end = i + 1u; reader = emu_qop(q, i).site; }
+    if (end != head) {
+      emu_run_until(q, end);
+      emu_warn(W_ST_UNDER_MMA, site, reader, warp);
+      warned = true;
+    }
+    emu_qunlock(q);
+  }
+  const uint32_t mma_at = *(volatile uint32_t*)&__nvfp4emu_last_mma_at[q];
+  if (!warned && mma_at != 0u && (int)(mma_at - s.synced) > 0 &&
+      emu_mma_reads(__nvfp4emu_last_mma[q], col, n, lane0))
+    emu_warn(W_ST_UNDER_MMA, site, __nvfp4emu_last_mma[q].site, warp);
+  const uint32_t seq = atomicAdd(&__nvfp4emu_events[q], 1u) + 1u;
+  const uint32_t epoch = s.epoch;
+  if (s.site == 0u || s.epoch_at != epoch) { s.lo = col; s.hi = col + n; s.epoch_at = epoch; }
+  else { s.lo = s.lo < col ? s.lo : col; s.hi = s.hi > col + n ? s.hi : col + n; }
+  s.seq = seq;
+  s.site = site;
+  __threadfence();
+}
+
+// At an MMA's issue: another warp's stores into columns the MMA reads, made after the issuing warp last left a
+// barrier wait, are not ordered before it (a warning: they were issued first, so a B200 most likely sees them).
+// The MMA becomes the CTA's last, for stores that come after it.
+static __device__ void emu_mma_ordering(uint32_t site, const EmuOp& op) {
+  if (emu_synchronous()) return;
+  const uint32_t sm = emu_smid();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+  if (q < 0) return;
+  const uint32_t me = emu_warp_in_cta() % 32u;
+  const uint32_t synced = *(volatile uint32_t*)&__nvfp4emu_warpsync[(uint32_t)q * 32u + me].synced;
+  for (uint32_t w = 0; w < 32u; ++w) {
+    if (w == me) continue;
+    const volatile EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + w];
+    if (s.site == 0u || (int)(s.seq - synced) <= 0) continue;
+    if (emu_mma_reads(op, s.lo, s.hi - s.lo, 32u * (w % 4u))) { emu_warn(W_ST_UNORDERED, site, s.site, w); break; }
+  }
+  __nvfp4emu_last_mma[q] = op;
+  __threadfence();
+  *(volatile uint32_t*)&__nvfp4emu_last_mma_at[q] = atomicAdd(&__nvfp4emu_events[q], 1u) + 1u;
+}
+
+// A barrier operation of the calling warp (the rewriter calls it after bar.sync / barrier.sync / bar.red /
+// barrier.cluster.wait and a successful mbarrier wait with `waited` = 1, after an arrive with 0): the warp's next
+// tcgen05.st starts a new record, and a wait orders before the warp's next MMA every store made so far.
+extern "C" __device__ __noinline__ void __nvfp4emu_barrier(uint32_t waited) {
+  if (emu_synchronous()) return;
+  if (emu_lane() != (uint32_t)__ffs(__activemask()) - 1u) return;
+  const uint32_t sm = emu_smid();
+  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
+  if (q < 0) return;
+  EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + emu_warp_in_cta() % 32u];
+  atomicAdd(&s.epoch, 1u);
+  if (waited) atomicMax(&s.synced, *(volatile uint32_t*)&__nvfp4emu_events[q]);
+}
+
 static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uint32_t col, uint32_t n, uint32_t lane0,
                                             uint32_t warp) {
   if (emu_synchronous()) return;
   const uint32_t sm = emu_smid();
   const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
   if (q < 0) return;
-  if (!is_load) { emu_check_unfinished_loads(site, q, col, n, lane0, 32u); return; }
+  if (!is_load) {
+    emu_check_unfinished_loads(site, q, col, n, lane0, 32u);
+    emu_store_lands(site, q, col, n, lane0, warp % 32u);
+    return;
+  }
   // An empty queue has no writer: epilogue loads skip the lock, so a CTA's warps load at an even pace (taking the
   // lock for each load let one warp free the columns while another had most of its loads still to do).
   if (*(volatile uint32_t*)&__nvfp4emu_qhead[q] != *(volatile uint32_t*)&__nvfp4emu_qtail[q]) {
