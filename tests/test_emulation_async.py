@@ -171,18 +171,20 @@ ret;
     ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 128;", [0]),
     ("cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];", [0]),
     ("mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r2;", [1]),
+    ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], 0; selp.u32 %r2, 1, 0, p; }", [1]),
     ("bar.warp.sync -1;", []),
     ("fence.proxy.async.shared::cta;", []),
 ])
 def test_every_barrier_wait_and_arrival_tells_the_library(body, waited):
     new, _ = ptx_rewrite.rewrite(BARRIER_MODULE.replace("BODY", body), ".version 8.7\n.target sm_90a\n.address_size 64\n")
     code = ptx_rewrite.strip_comments(new)
-    told = [int(x) for x in re.findall(r"st\.param\.b32 \[emu_\w+\], (\d+);\s*(?:@%p\d+ )?call __nvfp4emu_barrier", code)]
+    told = [int(x) for x in re.findall(r"st\.param\.b32 \[emu_\w+\], (\d+);\s*(?:@%?\w+ )?call __nvfp4emu_barrier", code)]
     assert told == waited, code
     if body.startswith("@%p1"):
         assert "@%p1 call __nvfp4emu_barrier" in code
-    if "try_wait" in body:   # only a completed wait orders stores
-        assert "@%p2 call __nvfp4emu_barrier" in code
+    if "try_wait" in body:   # a completed wait orders stores, whether or not its first try failed
+        predicate = re.search(r"try_wait\S* (%?\w+),", body).group(1)
+        assert re.search(rf"@{predicate} call __nvfp4emu_barrier", code), code
 
 
 @pytest.mark.parametrize("bug", list(planted.BUGS))

@@ -313,7 +313,8 @@ def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     e.guard = f"@{failed} "
     retried = e.call("__nvfp4emu_wait_failed", [("0", 32), (address, 32)], result_bits=32)
     e.body += [f"@{failed} setp.ne.u32 {failed}, {retried}, 0;", f"@{failed} {op} {m.group('args').strip()};"]
-    e.guard = f"@{operands[0]} " if operands[0].startswith("%") else e.guard   # a completed wait orders stores
+    # A completed wait orders other warps' stores (its predicate: `%p3`, or a name such as `p` in inline asm).
+    e.guard = f"@{operands[0]} " if re.fullmatch(r"[%\w$]+", operands[0]) else guard + " " if guard else ""
     e.call("__nvfp4emu_barrier", [("1", 32)])
     return e.text()
 
