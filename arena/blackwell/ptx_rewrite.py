@@ -44,7 +44,7 @@ _TMA = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:cp\.async\.bulk|cp\.reduc
                   r"\{\s*(?P<c0>[^,}\s]+)(?P<rest>[^}]*)\}\s*\][^;]*);")
 _MBAR_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>mbarrier\.(?:try_wait|test_wait)\b[\w:.]*)\s+"
                         r"(?P<args>[^;]*);")
-# Barrier operations a warp's tcgen05.st is ordered by (the library's __nvfp4emu_barrier): waits (a CTA barrier, a
+# Barrier operations a warp's tcgen05.st is ordered by (noted for the library by barrier_note): waits (a CTA barrier, a
 # cluster barrier's wait) and arrivals (the non-blocking halves, mbarrier arrivals). bar.warp.sync orders nothing
 # across warps.
 _BARRIER_WAIT = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?<![\w.$%])(?P<op>(?:bar|barrier)(?:\.cta)?\.(?:sync|red)\b[\w:.]*|"
@@ -289,11 +289,28 @@ def _rewrite_pair_bulk(m: re.Match, widths: dict[str, int]) -> str:
     return e.text()
 
 
-def _after_barrier(m: re.Match, waited: int) -> str:
-    """The barrier operation, then the library's note of it for the warp (`waited` 1 for a wait, 0 an arrival)."""
-    guard = m.group("guard") or ""
-    return (f"{m.group(0)}\n\t{{ .param .b32 emu_bw; st.param.b32 [emu_bw], {waited}; "
-            f"{guard}call __nvfp4emu_barrier, (emu_bw); }}")
+def barrier_note(guard: str, waited: bool) -> str:
+    """PTX that notes a barrier operation of this warp in the library's record of its hardware warp slot
+    (__nvfp4emu_warpsync[%smid * 64 + %warpid], 64 bytes): one more barrier operation (its `epoch`, byte 28) and,
+    for a wait, the SM's event count so far as what the warp has seen (`synced`, byte 32). Plain atomics, never a
+    call: a call inside one thread's branch let ptxas keep a kernel parameter in a uniform register that the
+    branch's other calls overwrote."""
+    lines = ["{ // nvfp4-arena emulation: a barrier operation of this warp",
+             ".reg .b32 %emu_b<3>;", ".reg .b64 %emu_bd<2>;",
+             "mov.u32 %emu_b0, %smid;", "min.u32 %emu_b0, %emu_b0, 159;", "mov.u32 %emu_b1, %warpid;",
+             "and.b32 %emu_b1, %emu_b1, 63;", "mad.lo.u32 %emu_b1, %emu_b0, 64, %emu_b1;",
+             "mov.u64 %emu_bd1, __nvfp4emu_warpsync;", "mad.wide.u32 %emu_bd0, %emu_b1, 64, %emu_bd1;",
+             f"{guard}red.relaxed.gpu.global.add.u32 [%emu_bd0+28], 1;"]
+    if waited:
+        lines += ["mov.u64 %emu_bd1, __nvfp4emu_sm_events;", "mad.wide.u32 %emu_bd1, %emu_b0, 4, %emu_bd1;",
+                  "ld.volatile.global.u32 %emu_b2, [%emu_bd1];",
+                  f"{guard}red.relaxed.gpu.global.max.u32 [%emu_bd0+32], %emu_b2;"]
+    return "\n\t".join(lines) + "\n\t}"
+
+
+def _after_barrier(m: re.Match, waited: bool) -> str:
+    """The barrier operation, then the library's note of it (a wait or an arrival)."""
+    return f"{m.group(0)}\n\t{barrier_note(m.group('guard') or '', waited)}"
 
 
 def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
@@ -314,8 +331,8 @@ def _rewrite_mbarrier_wait(m: re.Match, widths: dict[str, int]) -> str:
     retried = e.call("__nvfp4emu_wait_failed", [("0", 32), (address, 32)], result_bits=32)
     e.body += [f"@{failed} setp.ne.u32 {failed}, {retried}, 0;", f"@{failed} {op} {m.group('args').strip()};"]
     # A completed wait orders other warps' stores (its predicate: `%p3`, or a name such as `p` in inline asm).
-    e.guard = f"@{operands[0]} " if re.fullmatch(r"[%\w$]+", operands[0]) else guard + " " if guard else ""
-    e.call("__nvfp4emu_barrier", [("1", 32)])
+    done = f"@{operands[0]} " if re.fullmatch(r"[%\w$]+", operands[0]) else guard + " " if guard else ""
+    e.body.append(barrier_note(done, True))
     return e.text()
 
 
@@ -431,8 +448,8 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)
     text = _TMA.sub(lambda m: _rewrite_tma_coordinate(m, widths), text)
-    text = _BARRIER_WAIT.sub(lambda m: _after_barrier(m, 1), text)
-    text = _ARRIVE.sub(lambda m: _after_barrier(m, 0), text)
+    text = _BARRIER_WAIT.sub(lambda m: _after_barrier(m, True), text)
+    text = _ARRIVE.sub(lambda m: _after_barrier(m, False), text)
     text = _MBAR_WAIT.sub(lambda m: _rewrite_mbarrier_wait(m, widths), text)
     text = finish_loads(text)
     left = re.search(r"\btcgen05\.[\w:.]*", text)

@@ -71,22 +71,36 @@ __device__ unsigned int __nvfp4emu_qserving[EMU_MAX_SM * EMU_GRANULES];
 // orders it; NVIDIA's CuTe DSL examples rely on that and never wait).
 __device__ uint32_t __nvfp4emu_ldpend[EMU_MAX_SM * EMU_GRANULES * 32 * 4];
 }
-// Ordering of tcgen05.st before another warp's MMA, one record per warp of the CTA (by queue slot): the warp's
-// stores since its last barrier operation (site of the latest, columns [lo, hi) of its lane quarter, the CTA's
-// store count at the latest), the warp's count of barrier operations (arrive or wait) and the CTA's store count
-// when the warp last left a barrier wait (bar.sync, barrier.cluster.wait, a successful mbarrier wait). The PTX
-// memory model orders a store before another warp's MMA only through such a barrier. B200 runs of public GEMMs
-// whose warps store scale factors and whose warp 0 issues the MMA after its own tcgen05.wait::st alone agree with
-// this model: the MMA reads tensor memory as the stores issued before it left it. One whose warps 1-3 loaded their
-// scale factors from global memory first (and stored late) got rows 32-127 wrong on some tiles; one whose warps
-// stored from shared memory, in step with warp 0, passed. So a store issued before the MMA counts (a warning names
-// the missing barrier), and a store issued after it never reaches it (emu_store_lands).
-struct EmuWarpSync { uint32_t site, lo, hi, epoch_at, seq, epoch, synced, pad; };
+// Ordering of tcgen05.st before another warp's MMA, one record per hardware warp slot of an SM (%warpid): the
+// warp's stores since its last barrier operation (its CTA, its warp in the CTA, the site of the latest store,
+// columns [lo, hi) of its lane quarter, the SM's event count at the latest), the warp's count of barrier operations
+// (arrive or wait) and the SM's event count when the warp last left a barrier wait (bar.sync, barrier.cluster.wait,
+// a completed mbarrier wait). The rewriter updates `epoch` and `synced` with plain atomics in the user's code, not
+// with a call: a call in a divergent branch (one thread's TMA) let ptxas keep a kernel parameter in a uniform
+// register across it, which the branch's other calls then overwrote (a public GEMM read its B operand from address
+// 0). Events (stores and MMA issues) are counted per SM, so their counts compare across warps.
+// The PTX memory model orders a store before another warp's MMA only through such a barrier. B200 runs of public
+// GEMMs whose warps store scale factors and whose warp 0 issues the MMA after its own tcgen05.wait::st alone agree
+// with this model: the MMA reads tensor memory as the stores issued before it left it. One whose warps 1-3 loaded
+// their scale factors from global memory first (and stored late) got rows 32-127 wrong on some tiles; one whose
+// warps stored from shared memory, in step with warp 0, passed. So a store issued before the MMA counts (a warning
+// names the missing barrier), and a store issued after it never reaches it (emu_store_lands).
+#define EMU_WARP_SLOTS 64
+struct EmuWarpSync {   // 64 bytes: the rewriter's atomics address `epoch` at byte 28 and `synced` at byte 32
+  unsigned long long tag;
+  uint32_t site, lo, hi, epoch_at, seq, epoch, synced, warp, pad[6];
+};
+static_assert(sizeof(EmuWarpSync) == 64, "the rewriter's barrier notes index 64-byte records");
 extern "C" {
-__device__ EmuWarpSync __nvfp4emu_warpsync[EMU_MAX_SM * EMU_GRANULES * 32];
-__device__ uint32_t __nvfp4emu_events[EMU_MAX_SM * EMU_GRANULES];     // tcgen05.st and MMA issues of the CTA so far
-__device__ uint32_t __nvfp4emu_last_mma_at[EMU_MAX_SM * EMU_GRANULES];   // the event count at the last MMA's issue
+__device__ EmuWarpSync __nvfp4emu_warpsync[EMU_MAX_SM * EMU_WARP_SLOTS];
+__device__ uint32_t __nvfp4emu_sm_events[EMU_MAX_SM];                 // tcgen05.st and MMA issues on the SM so far
+__device__ uint32_t __nvfp4emu_last_mma_at[EMU_MAX_SM * EMU_GRANULES];   // by queue: the event count at the last MMA
 __device__ EmuOp __nvfp4emu_last_mma[EMU_MAX_SM * EMU_GRANULES];          // that MMA
+}
+static __device__ __forceinline__ volatile EmuWarpSync& emu_warp_sync(uint32_t sm) {
+  uint32_t w;
+  asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+  return __nvfp4emu_warpsync[sm * EMU_WARP_SLOTS + w % EMU_WARP_SLOTS];
 }
 static __device__ __forceinline__ uint4 emu_ldpend_get(uint32_t i) {
   const volatile uint32_t* p = __nvfp4emu_ldpend + 4u * i;
@@ -308,11 +322,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       if (found >= 0) {
         for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
         __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;
-        for (uint32_t w = 0; w < 32u; ++w) {
-          emu_ldpend_set((sm * EMU_GRANULES + found) * 32u + w, 0u, 0u, 0u);
-          __nvfp4emu_warpsync[(sm * EMU_GRANULES + found) * 32u + w] = EmuWarpSync{};
-        }
-        __nvfp4emu_events[sm * EMU_GRANULES + found] = __nvfp4emu_last_mma_at[sm * EMU_GRANULES + found] = 0u;
+        for (uint32_t w = 0; w < 32u; ++w) emu_ldpend_set((sm * EMU_GRANULES + found) * 32u + w, 0u, 0u, 0u);
+        __nvfp4emu_last_mma_at[sm * EMU_GRANULES + found] = 0u;
       }
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
@@ -1136,7 +1147,8 @@ static __device__ bool emu_mma_reads(const EmuOp& op, uint32_t col, uint32_t n, 
 // and a warning names the race; so does an MMA already run here that was issued after the storing warp's last
 // barrier wait (the store was meant for it and came too late). Then the store joins the warp's record.
 static __device__ void emu_store_lands(uint32_t site, int q, uint32_t col, uint32_t n, uint32_t lane0, uint32_t warp) {
-  volatile EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + warp];
+  const uint32_t sm = emu_smid();
+  volatile EmuWarpSync& s = emu_warp_sync(sm);
   bool warned = false;
   if (*(volatile uint32_t*)&__nvfp4emu_qhead[q] != *(volatile uint32_t*)&__nvfp4emu_qtail[q]) {
     emu_qlock(q);
@@ -1155,10 +1167,14 @@ static __device__ void emu_store_lands(uint32_t site, int q, uint32_t col, uint3
   if (!warned && mma_at != 0u && (int)(mma_at - s.synced) > 0 &&
       emu_mma_reads(__nvfp4emu_last_mma[q], col, n, lane0))
     emu_warn(W_ST_UNDER_MMA, site, __nvfp4emu_last_mma[q].site, warp);
-  const uint32_t seq = atomicAdd(&__nvfp4emu_events[q], 1u) + 1u;
+  const uint32_t seq = atomicAdd(&__nvfp4emu_sm_events[sm], 1u) + 1u;
+  const unsigned long long me = emu_my_tag();
   const uint32_t epoch = s.epoch;
-  if (s.site == 0u || s.epoch_at != epoch) { s.lo = col; s.hi = col + n; s.epoch_at = epoch; }
-  else { s.lo = s.lo < col ? s.lo : col; s.hi = s.hi > col + n ? s.hi : col + n; }
+  if (s.tag != me || s.site == 0u || s.epoch_at != epoch) {
+    s.tag = me; s.warp = warp; s.lo = col; s.hi = col + n; s.epoch_at = epoch;
+  } else {
+    s.lo = s.lo < col ? s.lo : col; s.hi = s.hi > col + n ? s.hi : col + n;
+  }
   s.seq = seq;
   s.site = site;
   __threadfence();
@@ -1172,31 +1188,20 @@ static __device__ void emu_mma_ordering(uint32_t site, const EmuOp& op) {
   const uint32_t sm = emu_smid();
   const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
   if (q < 0) return;
-  const uint32_t me = emu_warp_in_cta() % 32u;
-  const uint32_t synced = *(volatile uint32_t*)&__nvfp4emu_warpsync[(uint32_t)q * 32u + me].synced;
-  for (uint32_t w = 0; w < 32u; ++w) {
-    if (w == me) continue;
-    const volatile EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + w];
-    if (s.site == 0u || (int)(s.seq - synced) <= 0) continue;
-    if (emu_mma_reads(op, s.lo, s.hi - s.lo, 32u * (w % 4u))) { emu_warn(W_ST_UNORDERED, site, s.site, w); break; }
+  volatile EmuWarpSync& mine = emu_warp_sync(sm);
+  const uint32_t synced = mine.synced;
+  const unsigned long long me = emu_my_tag();
+  for (uint32_t w = 0; w < EMU_WARP_SLOTS; ++w) {
+    const volatile EmuWarpSync& s = __nvfp4emu_warpsync[sm * EMU_WARP_SLOTS + w];
+    if (&s == &mine || s.tag != me || s.site == 0u || (int)(s.seq - synced) <= 0) continue;
+    if (emu_mma_reads(op, s.lo, s.hi - s.lo, 32u * (s.warp % 4u))) {
+      emu_warn(W_ST_UNORDERED, site, s.site, s.warp);
+      break;
+    }
   }
   __nvfp4emu_last_mma[q] = op;
   __threadfence();
-  *(volatile uint32_t*)&__nvfp4emu_last_mma_at[q] = atomicAdd(&__nvfp4emu_events[q], 1u) + 1u;
-}
-
-// A barrier operation of the calling warp (the rewriter calls it after bar.sync / barrier.sync / bar.red /
-// barrier.cluster.wait and a successful mbarrier wait with `waited` = 1, after an arrive with 0): the warp's next
-// tcgen05.st starts a new record, and a wait orders before the warp's next MMA every store made so far.
-extern "C" __device__ __noinline__ void __nvfp4emu_barrier(uint32_t waited) {
-  if (emu_synchronous()) return;
-  if (emu_lane() != (uint32_t)__ffs(__activemask()) - 1u) return;
-  const uint32_t sm = emu_smid();
-  const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
-  if (q < 0) return;
-  EmuWarpSync& s = __nvfp4emu_warpsync[(uint32_t)q * 32u + emu_warp_in_cta() % 32u];
-  atomicAdd(&s.epoch, 1u);
-  if (waited) atomicMax(&s.synced, *(volatile uint32_t*)&__nvfp4emu_events[q]);
+  *(volatile uint32_t*)&__nvfp4emu_last_mma_at[q] = atomicAdd(&__nvfp4emu_sm_events[sm], 1u) + 1u;
 }
 
 static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uint32_t col, uint32_t n, uint32_t lane0,
