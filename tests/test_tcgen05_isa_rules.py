@@ -349,3 +349,14 @@ def test_a_dealloc_behind_copies_no_commit_covers_is_run_again_synchronously(mon
     recorder = _Recorder(monkeypatch, [runtime.EmulationError(line, 72, "ext.so"), None])
     assert runtime.checked_call(recorder.call) == "result of call 2" and recorder.switches == [1, 0]
     assert "never committed" in capsys.readouterr().err
+
+
+def test_a_load_after_another_warps_dealloc_is_run_again_synchronously(monkeypatch, capsys):
+    """A GEMM that passed on its author's B200 frees tensor memory from warp 0 with no barrier after the other
+    warps' loads: under twelve evaluations at once, another CTA took the columns while one warp still loaded them
+    (error 75, 1 shape of 13). The second run holds freed columns back longer and passes with the warning."""
+    line = runtime.describe([75, 4, 104, 8, 3, 0, 0, 64], {4: "tcgen05.ld.sync.aligned.32x32b.x8.b32 {...}, [%r9];"})
+    recorder = _Recorder(monkeypatch, [runtime.EmulationError(line, 75, "ext.so"), None])
+    assert runtime.checked_call(recorder.call) == "result of call 2" and recorder.switches == [1, 0]
+    warning = capsys.readouterr().err.strip()
+    assert "another CTA has allocated since" in warning and "A race a B200 tolerates in practice" in warning

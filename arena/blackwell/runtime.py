@@ -181,7 +181,8 @@ SYNCHRONOUS_VARIABLE = "ARENA_EMULATION_SYNCHRONOUS"
 # 72: a tcgen05.dealloc while an operation no commit covers is still queued (the same GEMM's copies, once more:
 # a B200 had finished them long before; 1 case of 13).
 RERUN_SYNCHRONOUSLY = {73: "an operand in shared memory changed before the operation completed",
-                       72: "tensor memory freed while an operation no thread waited for was still queued"}
+                       72: "tensor memory freed while an operation no thread waited for was still queued",
+                       75: "tensor memory freed by one warp while another still loaded it"}
 
 
 def checked_call(call):

@@ -285,10 +285,15 @@ static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
 // few microseconds, long before a new owner has written the columns, but emulated warps are slower and
 // scheduled otherwise, so without the grace the emulation would fail a race the hardware does not show. A load
 // after the dealloc still warns (W_LD_AFTER_DEALLOC); one after the grace, once another CTA holds them, fails.
+// Evaluations sharing a GPU stop a CTA's warps for milliseconds at a time, so a run that failed so is run again
+// synchronously (arena/blackwell/runtime.py) with a grace of 200 ms.
 #define EMU_FREED_GRACE_NS 2000000ull
+#define EMU_FREED_GRACE_SYNCHRONOUS_NS 200000000ull
+static __device__ bool emu_synchronous();
 static __device__ __forceinline__ bool emu_settled(uint32_t granule, unsigned long long me, unsigned long long now) {
   const unsigned long long by = ((volatile unsigned long long*)__nvfp4emu_freed_by)[granule];
-  return by == 0ull || by == me || now > ((volatile unsigned long long*)__nvfp4emu_freed_at)[granule] + EMU_FREED_GRACE_NS;
+  const unsigned long long grace = emu_synchronous() ? EMU_FREED_GRACE_SYNCHRONOUS_NS : EMU_FREED_GRACE_NS;
+  return by == 0ull || by == me || now > ((volatile unsigned long long*)__nvfp4emu_freed_at)[granule] + grace;
 }
 
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
@@ -444,7 +449,7 @@ static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
 }
 
 // ------------------------------------------------------------------------------------------- the queue
-static __device__ __forceinline__ bool emu_synchronous() { return *(volatile uint32_t*)&__nvfp4emu_state[17] != 0u; }
+static __device__ bool emu_synchronous() { return *(volatile uint32_t*)&__nvfp4emu_state[17] != 0u; }
 
 // This CTA's queue on SM `sm`: the slot of its first granule; -1 when it holds no tensor memory.
 static __device__ int emu_queue_of(uint32_t sm) {
