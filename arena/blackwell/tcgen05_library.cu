@@ -188,9 +188,9 @@ static __device__ void emu_fail_by(uint32_t thread, uint32_t code, uint32_t site
 
 // The first warning: words 8-15, laid out as the error record.
 static __device__ void emu_warn(uint32_t code, uint32_t site, uint32_t a, uint32_t b) {
-  if (code == 66u || code == 67u) {   // a race between warps says more than a lint finding recorded before it
+  if (code == W_ST_UNDER_MMA || code == W_ST_UNORDERED) {   // a race says more than a lint finding before it
     const uint32_t old = *(volatile uint32_t*)&__nvfp4emu_state[8];
-    if (old == 60u || old == 61u) atomicCAS(&__nvfp4emu_state[8], old, 0u);
+    if (old == W_SCALE_QUARTERS || old == W_SBO_OVERLAP) atomicCAS(&__nvfp4emu_state[8], old, 0u);
   }
   emu_record(8, code, site, a, b, emu_thread());
 }
@@ -1129,9 +1129,6 @@ static __device__ void emu_run(const EmuOp& op) {
   if (sm < EMU_MAX_SM) *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();
 }
 
-// tcgen05.ld of columns [col, col + n) (lanes of the warp's quarter): an error when a queued mma/cp still writes one
-// of them (never committed, or its commit's mbarrier never waited on); the load is then pending until it is
-// finished. tcgen05.st: an error when a warp's unfinished load reads them.
 // Whether a queued (or issuing) MMA reads tensor-memory columns [col, col + n) of lanes [lane0, lane0 + 32):
 // its scale factors (every lane quarter), A in tensor memory, or D when it accumulates.
 static __device__ bool emu_mma_reads(const EmuOp& op, uint32_t col, uint32_t n, uint32_t lane0) {
@@ -1209,6 +1206,9 @@ static __device__ void emu_mma_ordering(uint32_t site, const EmuOp& op) {
   *(volatile uint32_t*)&__nvfp4emu_last_mma_at[q] = atomicAdd(&__nvfp4emu_sm_events[sm], 1u) + 1u;
 }
 
+// tcgen05.ld of columns [col, col + n) (lanes of the warp's quarter): an error when a queued mma/cp still writes one
+// of them (never committed, or its commit's mbarrier never waited on); the load is then pending until it is
+// finished. tcgen05.st: an error when a warp's unfinished load reads them, then emu_store_lands.
 static __device__ void emu_track_load_store(uint32_t site, uint32_t is_load, uint32_t col, uint32_t n, uint32_t lane0,
                                             uint32_t warp) {
   if (emu_synchronous()) return;
