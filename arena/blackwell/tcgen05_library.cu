@@ -289,7 +289,7 @@ static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
 // synchronously (arena/blackwell/runtime.py) with a grace of 200 ms.
 #define EMU_FREED_GRACE_NS 2000000ull
 #define EMU_FREED_GRACE_SYNCHRONOUS_NS 200000000ull
-static __device__ bool emu_synchronous();
+static __device__ __forceinline__ bool emu_synchronous();
 static __device__ __forceinline__ bool emu_settled(uint32_t granule, unsigned long long me, unsigned long long now) {
   const unsigned long long by = ((volatile unsigned long long*)__nvfp4emu_freed_by)[granule];
   const unsigned long long grace = emu_synchronous() ? EMU_FREED_GRACE_SYNCHRONOUS_NS : EMU_FREED_GRACE_NS;
@@ -449,7 +449,7 @@ static __device__ __forceinline__ uint4 emu_lds128(uint32_t addr) {
 }
 
 // ------------------------------------------------------------------------------------------- the queue
-static __device__ bool emu_synchronous() { return *(volatile uint32_t*)&__nvfp4emu_state[17] != 0u; }
+static __device__ __forceinline__ bool emu_synchronous() { return *(volatile uint32_t*)&__nvfp4emu_state[17] != 0u; }
 
 // This CTA's queue on SM `sm`: the slot of its first granule; -1 when it holds no tensor memory.
 static __device__ int emu_queue_of(uint32_t sm) {
