@@ -133,6 +133,15 @@ def benchmark(**options):
     evaluate("benchmark", options)
 
 
+@cli.command(short_help="Predict the B200 time of each case from an emulated run (default: the benchmarks).")
+@case_options
+def predict(**options):
+    """On a Hopper GPU: run each of task.yml's `benchmarks` once under --emulate-blackwell, check it, and predict
+    its B200 time from what the kernels issued (tcgen05 MMAs, TMA bytes, CTAs), with the parts it is made of.
+    A model, not a measurement: docs/b200_prediction.md gives its constants, their sources and its error."""
+    evaluate("predict", options)
+
+
 @cli.command(short_help="A ranked benchmark: every output checked, stops at the first failure.")
 @case_options
 @timing_options

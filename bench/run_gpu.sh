@@ -16,7 +16,7 @@
 set -u
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH")
-GROUPS_ALL="timing kernel emulation integrity tasks batch"
+GROUPS_ALL="timing kernel emulation integrity tasks batch prediction"
 EVALUATOR="tasks/reference timing/overhead timing/torch_spread timing/kernel_spread integrity/exploits
            integrity/diagnose tasks/tasks gputests"
 

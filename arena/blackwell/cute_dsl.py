@@ -26,7 +26,8 @@ ARCH = "sm_100a"
 COMPILER_MODULE = "cutlass.base_dsl.compiler"
 EXECUTOR_MODULE = "cutlass.cutlass_dsl.cuda_jit_executor"
 _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
-_RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state
+_RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
+_COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
 _state = {"installed": False, "readers": []}
 
 
@@ -139,15 +140,16 @@ def _reader(library, sites: dict[int, str]):
     """Reads and clears the error record of one loaded cudaLibrary_t (None when it has none)."""
     from cuda.bindings import runtime as cudart
     err, pointer, size = cudart.cudaLibraryGetGlobal(library, b"__nvfp4emu_state")
-    if err != cudart.cudaError_t.cudaSuccess or size < _RECORD_BYTES:
+    if err != cudart.cudaError_t.cudaSuccess or size < _HEADER_BYTES:
         return None
 
     def read() -> tuple[list[int], dict[int, str]] | None:
-        words = bytearray(_RECORD_BYTES)
-        if cudart.cudaMemcpy(words, pointer, _RECORD_BYTES, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)[0] != 0:
+        words = bytearray(_HEADER_BYTES)
+        if cudart.cudaMemcpy(words, pointer, _HEADER_BYTES, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)[0] != 0:
             return None
         cudart.cudaMemset(pointer, 0, _RECORD_BYTES)
-        return [int.from_bytes(words[i:i + 4], "little") for i in range(0, _RECORD_BYTES, 4)], sites
+        cudart.cudaMemset(int(pointer) + _COUNTS_AT, 0, _HEADER_BYTES - _COUNTS_AT)
+        return [int.from_bytes(words[i:i + 4], "little") for i in range(0, _HEADER_BYTES, 4)], sites
     return read
 
 

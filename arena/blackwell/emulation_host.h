@@ -13,7 +13,8 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-// Words 0-15: the error record. Word 16: how many packed-FP4 maps are registered; word 17: the synchronous mode; from word 32, 64 of them
+// Words 0-15: the error record. Word 16: how many packed-FP4 maps are registered; word 17: the synchronous mode;
+// words 18-31: the work counts of a call; from word 32, 64 of them
 // (32 words each, the CUtensorMap's bytes). Sizes shared with tcgen05_library.cu and ptx_rewrite.py.
 #define NVFP4EMU_STATE_WORDS (32 + 64 * 32)
 __device__ unsigned int __nvfp4emu_state[NVFP4EMU_STATE_WORDS];
@@ -23,6 +24,15 @@ extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_read_stat
   cudaError_t e = cudaMemcpyFromSymbol(out, __nvfp4emu_state, sizeof(zero));
   if (e != cudaSuccess) return (int)e;
   return (int)cudaMemcpyToSymbol(__nvfp4emu_state, zero, sizeof(zero));
+}
+
+// Words 18-31: the work counts of the last call (tcgen05_library.cu, EMU_COUNT_*), for the B200 time model; copied
+// out and cleared.
+extern "C" __attribute__((weak, visibility("default"))) int __nvfp4emu_read_counts(unsigned int* out) {
+  unsigned int zero[14] = {0};
+  cudaError_t e = cudaMemcpyFromSymbol(out, __nvfp4emu_state, sizeof(zero), 18 * sizeof(unsigned int));
+  if (e != cudaSuccess) return (int)e;
+  return (int)cudaMemcpyToSymbol(__nvfp4emu_state, zero, sizeof(zero), 18 * sizeof(unsigned int));
 }
 
 // Word 17 = 1: the library completes each tcgen05 operation at issue (the synchronous model), for comparison.

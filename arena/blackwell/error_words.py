@@ -8,6 +8,8 @@ from __future__ import annotations
 MESSAGES = {
     1: "this GPU has more SMs ({a}) than the emulation provides ({b})",
     2: "tcgen05.alloc of {a} columns: the column count must be a power of two from 32 to 512",
+    68: "tcgen05.alloc of {a} columns: not a power of two, which the PTX ISA requires (32 to 512); B200s ran such "
+        "counts in public kernels, and the emulation allocates {b}: what a B200 allocates instead is not documented",
     3: "tcgen05.alloc of {a} columns waited on SM {b} while its tensor memory went unused for 2 s: its columns "
        "are held by a CTA that never ran tcgen05.dealloc (the columns were taken back)",
     4: "tcgen05.dealloc of address {a:#x}, {b} columns: this CTA did not allocate them",
@@ -134,7 +136,7 @@ KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4
 MESSAGES[65] = ("columns {a}..{a}+{b} of tensor memory lie past this CTA's tcgen05.alloc, and no other CTA holds them: "
                 "a B200 reads and writes them all the same, until another CTA on the SM allocates them (allocate "
                 "every column the kernel uses)")
-WARNINGS = (60, 61, 63, 64, 65, 66, 67)
+WARNINGS = (60, 61, 63, 64, 65, 66, 67, 68)
 
 
 def _bits(mask: int) -> str:

@@ -221,7 +221,9 @@ def _rewrite_tma_coordinate(m: re.Match, widths: dict[str, int]) -> str:
     guard = (m.group("guard") or "").strip()
     e = Emitter(widths, guard + " " if guard else "")
     tmap = _map_address(e, m.group("map"))
-    c0 = e.call("__nvfp4emu_tma_coord", [(tmap, 64), (e.value(m.group("c0"), 32), 32)], 32)
+    op = m.group("op")
+    load = op.startswith("cp.async.bulk.tensor") and 0 <= op.find(".shared") < op.find(".global")
+    c0 = e.call("__nvfp4emu_tma_coord", [(tmap, 64), (e.value(m.group("c0"), 32), 32), ("1" if load else "0", 32)], 32)
     used = e.call("__nvfp4emu_tma_map", [(tmap, 64)], 64)
     args, at = m.group("args"), m.start("args")
     map_start, map_end = m.start("map") - at, m.end("map") - at

@@ -39,7 +39,30 @@ class EmulationBuildError(RuntimeError):
     emulated build failed."""
 
 
-_state = {"modules": [], "installed": False, "warned": set()}
+_state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14}
+
+# Words 18-31 of the library's record: what the emulated kernels issued since the last `take_counts` (the
+# B200 time model's inputs, arena/predict/b200.py). Each is summed over calls and modules, or its largest kept.
+COUNT_WORDS = (("mmas", "sum"), ("mma_work_8k", "sum"), ("pair_mmas", "sum"), ("tma_loads", "sum"),
+               ("tma_bytes_16", "sum"), ("grid_ctas", "max"), ("cta_threads", "max"), ("cluster_ctas", "max"),
+               ("allocs", "sum"), ("max_n", "max"), ("max_m", "max"), ("commits", "sum"),
+               ("scale_copies", "sum"), ("dynamic_smem", "max"))
+
+
+def _add_counts(words) -> None:
+    total = _state["counts"]
+    for i, ((_, how), value) in enumerate(zip(COUNT_WORDS, words)):
+        total[i] = total[i] + int(value) if how == "sum" else max(total[i], int(value))
+
+
+def take_counts() -> dict:
+    """What the emulated kernels issued since the last call of this (and clears it): MMAs and their work in
+    multiply-adds, tensor TMA loads and their bytes, the largest grid, CTA, cluster and MMA shape."""
+    counts = dict(zip((name for name, _ in COUNT_WORDS), _state["counts"]))
+    _state["counts"] = [0] * len(COUNT_WORDS)
+    counts["mma_work"] = counts.pop("mma_work_8k") * 8192
+    counts["tma_bytes"] = counts.pop("tma_bytes_16") * 16
+    return counts
 
 
 def _sites(module_file: str) -> dict[int, str]:
@@ -63,6 +86,10 @@ def raise_on_error():
             read = ctypes.CDLL(module_file).__nvfp4emu_read_state
         except (OSError, AttributeError):
             continue
+        counts = (ctypes.c_uint * len(COUNT_WORDS))()
+        read_counts = getattr(ctypes.CDLL(module_file), "__nvfp4emu_read_counts", None)
+        if read_counts is not None and read_counts(counts) == 0:
+            _add_counts(counts)
         buffer = (ctypes.c_uint * 16)()
         if read(buffer) != 0:
             continue
@@ -80,6 +107,7 @@ def raise_on_error():
         if not got:
             continue
         words, sites = got
+        _add_counts(words[18:32])
         if words[8] and (id(sites), words[8], words[9]) not in _state["warned"]:
             _state["warned"].add((id(sites), words[8], words[9]))
             print(describe(words[8:16], sites), file=sys.stderr, flush=True)

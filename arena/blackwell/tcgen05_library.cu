@@ -123,7 +123,7 @@ enum : uint32_t {
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
   E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC, W_BEYOND_ALLOC,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
-  W_ST_UNDER_MMA = 66, W_ST_UNORDERED,
+  W_ST_UNDER_MMA = 66, W_ST_UNORDERED, W_ALLOC_NCOLS,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
 };
@@ -160,6 +160,42 @@ static __device__ __forceinline__ unsigned long long emu_now() {
 }
 
 // One record of 8 words from `base`: the first to claim it keeps it (words 0-7: the error; 8-15: the warning).
+struct EmuMmaShape { uint32_t M, N, K; };
+// ---- The work counts of the B200 time model (arena/predict/b200.py): words 18-31 of __nvfp4emu_state, summed or
+// maximized by every issuing thread and read and cleared after each call (__nvfp4emu_read_counts). Counted at
+// issue, so a kernel that fails still shows what it issued. Sizes in 16-byte units and MMA work in units of
+// 8192 multiply-adds (the smallest MMA, 64x8x16) keep a benchmark's counts far inside 32 bits.
+#define EMU_COUNT_MMAS 18          // tcgen05.mma issues (either CTA group)
+#define EMU_COUNT_MMA_WORK 19      // sum of M*N*K / 8192 over them
+#define EMU_COUNT_PAIR_MMAS 20     // ... of which .cta_group::2 (one issue for both CTAs of a pair)
+#define EMU_COUNT_TMA_LOADS 21     // tensor TMAs (cp.async.bulk.tensor) issued
+#define EMU_COUNT_TMA_BYTES16 22   // their box bytes / 16 (each multicast counted once)
+#define EMU_COUNT_GRID_CTAS 23     // the most CTAs of a grid that issued an MMA
+#define EMU_COUNT_CTA_THREADS 24   // the most threads of such a CTA
+#define EMU_COUNT_CLUSTER 25       // the largest cluster such a CTA was in
+#define EMU_COUNT_ALLOCS 26        // tcgen05.alloc issues
+#define EMU_COUNT_MAX_N 27         // the widest MMA (N)
+#define EMU_COUNT_MAX_M 28         // the tallest MMA (M; 256 for a pair)
+#define EMU_COUNT_COMMITS 29       // tcgen05.commit issues
+#define EMU_COUNT_SCALE_COPIES 30  // tcgen05.cp issues
+#define EMU_COUNT_DYN_SMEM 31      // the most dynamic shared memory of a CTA that issued an MMA (bytes)
+static __device__ __forceinline__ void emu_count(uint32_t word, uint32_t v) { atomicAdd(&__nvfp4emu_state[word], v); }
+static __device__ __forceinline__ void emu_count_max(uint32_t word, uint32_t v) { atomicMax(&__nvfp4emu_state[word], v); }
+static __device__ void emu_count_mma(const EmuMmaShape& s, uint32_t pair) {
+  uint32_t cluster, smem;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(cluster));
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(smem));
+  emu_count(EMU_COUNT_MMAS, 1u);
+  emu_count(EMU_COUNT_MMA_WORK, (uint32_t)((unsigned long long)s.M * s.N * s.K / 8192ull));
+  if (pair) emu_count(EMU_COUNT_PAIR_MMAS, 1u);
+  emu_count_max(EMU_COUNT_GRID_CTAS, gridDim.x * gridDim.y * gridDim.z);
+  emu_count_max(EMU_COUNT_CTA_THREADS, blockDim.x * blockDim.y * blockDim.z);
+  emu_count_max(EMU_COUNT_CLUSTER, cluster);
+  emu_count_max(EMU_COUNT_MAX_N, s.N);
+  emu_count_max(EMU_COUNT_MAX_M, s.M);
+  emu_count_max(EMU_COUNT_DYN_SMEM, smem);
+}
+
 static __device__ __forceinline__ uint32_t emu_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
@@ -270,8 +306,8 @@ static __device__ __forceinline__ uint32_t emu_leader(uint32_t mask) { return __
 
 // ------------------------------------------------------------------------------------------- allocation
 static __device__ __forceinline__ bool emu_valid_cols(uint32_t n) { return n >= 32u && n <= 512u && !(n & (n - 1u)); }
-// What an invalid count takes (the error is recorded; the kernel runs on so that it ends and is reported):
-// the next power of two, within 32..512. dealloc frees the same amount for the same count.
+// What a count that is not a power of two from 32 to 512 takes (the kernel runs on, with a warning or an error
+// recorded): the next power of two, within 32..512. dealloc frees the same amount for the same count.
 static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
   if (n <= 32u) return 32u;
   if (n >= 512u) return 512u;
@@ -302,9 +338,13 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
   const uint32_t mask = 0xFFFFFFFFu;
   uint32_t start = 0;
   if (emu_lane() == emu_leader(mask)) {
+    emu_count(EMU_COUNT_ALLOCS, 1u);
     const uint32_t sm = emu_sm_checked(site);
     if (emu_nsmid() > EMU_MAX_SM) emu_fail(E_TOO_MANY_SMS, site, emu_nsmid(), EMU_MAX_SM);
-    if (!emu_valid_cols(ncols)) emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
+    // A count within 32..512 that is not a power of two: B200s ran public kernels allocating 136 columns
+    // (benchmarked), so the hardware takes it; a warning, and the next power of two. Outside 32..512: an error.
+    if (ncols >= 32u && ncols <= 512u && !emu_valid_cols(ncols)) emu_warn(W_ALLOC_NCOLS, site, ncols, emu_alloc_size(ncols));
+    else if (!emu_valid_cols(ncols)) emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
     const uint32_t need = emu_alloc_size(ncols) / 32u;
     const unsigned long long me = emu_my_tag();
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
@@ -638,7 +678,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
   __syncwarp(mask);
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
-    if (!emu_valid_cols(ncols)) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);   // freed as alloc took it
+    // outside 32..512 an error, as at alloc; within, what alloc took is freed (alloc warned of the count)
+    if (ncols < 32u || ncols > 512u) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
     ncols = emu_alloc_size(ncols);
     if ((taddr >> 16) != 0u || col % 32u || col + ncols > EMU_COLS) {
       emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
@@ -703,6 +744,7 @@ static __device__ __forceinline__ uint32_t emu_cp_lanes(uint32_t shape, uint32_t
 
 // Issue: check the descriptor and the destination, then queue (or run, in the synchronous mode).
 extern "C" __device__ __noinline__ void __nvfp4emu_cp(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
+  emu_count(EMU_COUNT_SCALE_COPIES, 1u);
   const EmuSDesc d = emu_sdesc(sdesc);
   if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
   emu_lint_sbo(d, site, sdesc, shape == C_4x256b ? 4u : shape == C_32x128b_x4 ? 32u : 64u);
@@ -951,6 +993,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
   EmuMma m;
   const uint32_t err = emu_idesc(kind, idesc, vec, m);
   if (err) { emu_fail(err, site, idesc, err == E_IDESC_RESERVED ? emu_idesc_reserved(kind, idesc) : kind); return; }
+  emu_count_mma({m.M, m.N, m.K}, 0u);
   const EmuSDesc db = emu_sdesc(b_desc);
   EmuSDesc da = db;
   if (db.err) { emu_fail(db.err, site, (uint32_t)(b_desc >> 32), (uint32_t)b_desc); return; }
@@ -1105,6 +1148,7 @@ static __device__ void emu_arrive(uint32_t mbar, uint32_t multicast, uint32_t ct
 // The commit arrives once every operation before it has completed: queued behind them. A multicast commit
 // completes at once (the other CTAs wait on barriers of their own, which their queues do not know).
 extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
+  emu_count(EMU_COUNT_COMMITS, 1u);
   EmuOp op = {};
   op.verb = OP_COMMIT; op.site = site; op.thread = emu_thread(); op.kind = multicast; op.mbar = mbar; op.mask = cta_mask;
   emu_issue(site, op);
@@ -1408,6 +1452,7 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma2(uint32_t site, uint32_t 
     emu_fail(err, site, idesc, err == E_IDESC_RESERVED ? emu_idesc_reserved(kind, idesc) : kind);
     return;
   }
+  emu_count_mma({m.M, m.N, m.K}, 1u);
   const EmuSDesc db = emu_sdesc(b_desc);
   EmuSDesc da = db;
   if (db.err) { emu_fail(db.err, site, (uint32_t)(b_desc >> 32), (uint32_t)b_desc); return; }
@@ -1512,6 +1557,7 @@ static __device__ void emu_mma2_run(const EmuOp& op) {
 
 // tcgen05.cp.cta_group::2: each CTA's shared memory at the descriptor's offset into its own tensor memory.
 extern "C" __device__ __noinline__ void __nvfp4emu_cp2(uint32_t site, uint32_t taddr, unsigned long long sdesc, uint32_t shape) {
+  emu_count(EMU_COUNT_SCALE_COPIES, 1u);
   const EmuSDesc d = emu_sdesc(sdesc);
   if (d.err) { emu_fail(d.err, site, (uint32_t)(sdesc >> 32), (uint32_t)sdesc); return; }
   emu_lint_sbo(d, site, sdesc, shape == C_4x256b ? 4u : shape == C_32x128b_x4 ? 32u : 64u);
@@ -1556,6 +1602,7 @@ static __device__ void emu_cp2_run(const EmuOp& op) {
 // tcgen05.commit.cta_group::2: queued behind the issuer's operations, which then complete at once in this thread
 // (the peer's waits never drain the issuer's queue).
 extern "C" __device__ __noinline__ void __nvfp4emu_commit2(uint32_t site, uint32_t mbar, uint32_t multicast, uint32_t cta_mask) {
+  emu_count(EMU_COUNT_COMMITS, 1u);
   EmuOp op = {};
   op.verb = OP_COMMIT; op.site = site; op.thread = emu_thread(); op.kind = multicast; op.mbar = mbar; op.mask = cta_mask;
   emu_issue(site, op);
@@ -1773,7 +1820,12 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_box_bytes(unsigned lo
   return ((const uint32_t*)tmap)[16];
 }
 
-extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0) {
+// `load`: 1 for a load into shared memory (counted, with the box's bytes), 0 for a store, reduction or prefetch.
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0, uint32_t load) {
+  if (load) {
+    emu_count(EMU_COUNT_TMA_LOADS, 1u);
+    emu_count(EMU_COUNT_TMA_BYTES16, ((const uint32_t*)tmap)[16] / 16u);
+  }
   if (!emu_tmap_hopper_type(emu_tmap_type((const uint32_t*)tmap))) return (uint32_t)((int32_t)c0 >> 1);
   const uint32_t n = *(volatile uint32_t*)&__nvfp4emu_state[16];
   const unsigned long long* map = (const unsigned long long*)tmap;

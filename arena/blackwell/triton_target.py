@@ -16,7 +16,8 @@ import os
 from arena.blackwell import import_patch
 
 CAPABILITY = 100
-_RECORD_BYTES = 64
+_RECORD_BYTES = 64                  # words 0-15 of __nvfp4emu_state: the error record
+_COUNTS_AT, _HEADER_BYTES = 72, 128  # words 18-31: the call's work counts (read, then cleared)
 _state = {"installed": False, "readers": []}
 
 
@@ -33,18 +34,21 @@ def _libcuda():
 
 
 def _reader(module_handle: int):
-    """Reads and clears words 0-15 of one loaded CUmodule's __nvfp4emu_state (None when it has none)."""
+    """Reads and clears words 0-15 (the error record) and 18-31 (the call's work counts) of one loaded CUmodule's
+    __nvfp4emu_state (None when it has none)."""
     cuda = _libcuda()
     pointer, size = ctypes.c_uint64(), ctypes.c_size_t()
     if cuda.cuModuleGetGlobal_v2(ctypes.byref(pointer), ctypes.byref(size), ctypes.c_void_p(module_handle),
-                                 b"__nvfp4emu_state") != 0 or size.value < _RECORD_BYTES:
+                                 b"__nvfp4emu_state") != 0 or size.value < _HEADER_BYTES:
         return None
 
     def read():
-        words = (ctypes.c_uint * 16)()
-        if cuda.cuMemcpyDtoH_v2(words, pointer, ctypes.c_size_t(_RECORD_BYTES)) != 0:
+        words = (ctypes.c_uint * 32)()
+        if cuda.cuMemcpyDtoH_v2(words, pointer, ctypes.c_size_t(_HEADER_BYTES)) != 0:
             return None
         cuda.cuMemsetD8_v2(pointer, ctypes.c_ubyte(0), ctypes.c_size_t(_RECORD_BYTES))
+        cuda.cuMemsetD8_v2(ctypes.c_uint64(pointer.value + _COUNTS_AT), ctypes.c_ubyte(0),
+                           ctypes.c_size_t(_HEADER_BYTES - _COUNTS_AT))
         return list(words), {}
     return read
 

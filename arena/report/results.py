@@ -50,6 +50,7 @@ class CaseResult:
     evidence: list = field(default_factory=list)     # the lines backing the diagnosis
     output: str = ""                                 # what the submission printed (control characters removed)
     timing: dict = field(default_factory=dict)       # how the figures were taken: method, calls per sample
+    prediction: dict = field(default_factory=dict)   # predict mode: the B200 time and its parts (arena/predict/b200.py)
     # For --report / --plots only, never in the JSON: the pictures of a wrong output and the timed samples
     figures: list = field(default_factory=list)      # arena.report.figures.ErrorFigure per batch or wrong group
     samples_ns: list = field(default_factory=list)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import json
 import os
 import platform
@@ -22,10 +23,12 @@ def popcorn_lines(mode: str, results: list[CaseResult], reports: dict | None = N
     """Exactly the keys the official evaluators write, in their order; times in ns. A run that was stopped
     (`complete` false) writes the cases it finished and `check: fail`."""
     lines = []
-    if mode == "test":
+    if mode in ("test", "predict"):
         lines.append(("test-count", str(len(results))))
         for r in results:
             lines += [(f"test.{r.index}.spec", r.spec), (f"test.{r.index}.status", "pass" if r.passed else "fail")]
+            if r.prediction.get("b200_us"):     # an extra key: the predicted B200 time, in ns as times are
+                lines.append((f"test.{r.index}.b200_predicted", str(round(r.prediction["b200_us"] * 1e3))))
             if not r.passed:
                 lines.append((f"test.{r.index}.error", _one_line(r.error)))
                 if r.not_run:   # an extra key (the official runner ignores keys it does not know): not judged
@@ -105,6 +108,9 @@ def json_doc(mode: str, task: str, submission: str, results: list[CaseResult], i
            "passed": bool(results) and all(r.passed for r in results) and len(results) == total,
            "cases": [r.as_dict() for r in results],
            "static_warnings": info.static_warnings if info else [], "integrity": info.integrity if info else None}
+    if mode == "predict":
+        doc["predicted_geomean_us"] = predicted_geomean_us(results)
+        doc["units"] = {"cases[].prediction": "us (times), bytes, multiply-adds"}
     if mode in ("benchmark", "leaderboard"):
         doc["geomean_us"] = geomean_us(results)
         doc["units"] = {"cases[].stats": "ns per call (as the competition's benchmark.N.* keys)",
@@ -190,6 +196,8 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
         for r in results:
             console.print(f"[bold]case {r.index}[/bold] ({escape(r.spec)})")
             console.print((reports or {}).get(r.index) or r.error, markup=False, highlight=False)
+    elif mode == "predict":
+        render_predictions(console, results)
     else:
         table = Table(show_header=True, header_style="bold")
         for column in ("", "#", "case", "mean ± err (µs)", "best", "median", "runs", "% of SOL"):
@@ -238,6 +246,46 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
     render_worker_output(console, results)
     render_integrity(console, mode, results, info)
     console.print(summary_line(results))
+
+
+def predicted_geomean_us(results: list[CaseResult]) -> float | None:
+    times = [r.prediction.get("b200_us") for r in results]
+    if not times or any(not t for t in times):
+        return None
+    return math.exp(sum(math.log(t) for t in times) / len(times))
+
+
+def render_predictions(console, results: list[CaseResult]):
+    """predict mode: per case the predicted B200 time, its range and its parts (arena/predict/b200.py)."""
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(show_header=True, header_style="bold")
+    for column in ("", "#", "case", "B200 µs (range)", "bound", "DRAM µs", "busiest SM µs", "MMA / TMA µs per CTA",
+                   "CTAs (waves)"):
+        table.add_column(column, justify="left" if column in ("", "case", "bound") else "right")
+    for r in results:
+        p = r.prediction
+        if not r.passed:
+            mark, words = ("[yellow]–[/yellow]", not_judged_words(r.not_run)) if r.not_run else ("[red]✘[/red]", r.error)
+            table.add_row(mark, str(r.index), Text(r.spec), Text(words, style="yellow" if r.not_run else "red"))
+        elif not p.get("b200_us"):
+            table.add_row("[green]✔[/green]", str(r.index), Text(r.spec), Text(p.get("rests_on", "not predicted")))
+        else:
+            table.add_row("[green]✔[/green]", str(r.index), Text(r.spec),
+                          f"{p['b200_us']:.2f} ({p['low_us']:.1f}–{p['high_us']:.1f})", p["bound"],
+                          f"{p['dram_us']:.2f}" if p.get("dram_us") else "—",
+                          f"{p['sm_us']:.2f}" if p.get("sm_us") else "—",
+                          f"{p['mma_us_per_cta']:.2f} / {p['tma_us_per_cta']:.2f}" if p.get("ctas") else "—",
+                          f"{p['ctas']} ({p['waves']})" if p.get("ctas") else "—")
+    console.print(table)
+    for r in results:
+        if r.prediction.get("rests_on") and r.prediction.get("b200_us"):
+            console.print(Text(f"case {r.index}: {r.prediction['rests_on']}"), style="dim")
+    geo = predicted_geomean_us(results)
+    if geo is not None:
+        console.print(f"predicted B200 geometric mean: [bold]{geo:.2f} µs[/bold] (a model of the counts, not a "
+                      "measurement: docs/b200_prediction.md)")
+    print_failure_details(console, results)
 
 
 def summary_line(results: list[CaseResult]) -> str:
@@ -304,12 +352,15 @@ def warm_up(mode: str):
     from rich.console import Console
     from arena.clock import timing
     stats = timing.summarize([1000.0, 1100.0, 1200.0])
-    fake = [CaseResult(index=0, spec="m: 1", passed=True, message="ok", stats=stats, sol_us=1.0, output="x"),
+    predicted = {"b200_us": 10.0, "low_us": 8.0, "high_us": 12.5, "rests_on": "r", "bound": "DRAM", "dram_us": 5.0,
+                 "sm_us": 4.0, "mma_us_per_cta": 1.0, "tma_us_per_cta": 2.0, "waves": 1, "ctas": 148}
+    fake = [CaseResult(index=0, spec="m: 1", passed=True, message="ok", stats=stats, sol_us=1.0, output="x",
+                       prediction=predicted),
             CaseResult(index=1, spec="m: 2", passed=False, error="wrong ✘ µ ±", details=["ERROR AT (0, 0)"],
                        diagnosis="d", evidence=["e"], warnings=["w"], output="y")]
     info = RunInfo(machine={"gpu": None, "torch": "", "python": ""}, wall_s={}, integrity={"parent": ["p"], "worker": "w"},
                    static_warnings=[{"code": "c", "message": "m", "lines": [1]}], notices=["n"], refused="r")
-    for shown_mode in ("test", "benchmark", "profile", "leaderboard"):
+    for shown_mode in ("test", "benchmark", "profile", "leaderboard", "predict"):
         for width, terminal in ((140, False), (80, True)):
             console = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system="truecolor")
             render(console, shown_mode, fake, info, {0: "table"})

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, replace
 
 from arena.isolation import jail, parent_guard, processes
+from arena.predict import b200
 from arena.run.options import RunOptions
 from arena.submission_file import SubmissionFile
 from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
@@ -25,12 +26,27 @@ def _one_line(result) -> str:
     """A finished case in a few words for the progress line."""
     if not result.passed:
         return (result.diagnosis or result.error or "failed")[:120]
+    if result.prediction.get("b200_us"):
+        return f"B200 predicted {result.prediction['b200_us']:.2f} µs ({result.prediction['bound']}-bound)"
     if result.stats:
         s = result.stats
         if s.runs == 1:         # one sample has no spread to show
             return f"{s.mean / 1e3:.2f} µs from 1 sample (no error estimate)"
         return f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} µs over {s.runs} samples"
     return ""
+
+
+def _predicted(result, counts, task_name: str, case):
+    """A checked case with its predicted B200 time (a wrong result gets none: its work is not the task's)."""
+    if not result.passed:
+        return result
+    try:
+        work = b200.WorkCounts.from_reply(counts) if counts is not None else None
+    except ValueError as error:
+        result.prediction = {"b200_us": None, "rests_on": f"no prediction: {error}"}
+        return result
+    result.prediction = b200.predict(task_name, case.args, work).as_dict()
+    return result
 
 
 def _not_run(index, case, import_error, hang):
@@ -169,6 +185,8 @@ def _run(task, options: RunOptions, launch: Launch):
             progress.case(index, case.spec, len(indexed), "generating inputs")
             if mode == "test":
                 results.append(evaluator.test(index, case))
+            elif mode == "predict":
+                results.append(_predicted(evaluator.test(index, case), evaluator.work_counts, task.name, case))
             elif mode == "diagnose":
                 result, reports[index] = diagnose.diagnose_case(evaluator, index, case)
                 results.append(result)

@@ -70,6 +70,7 @@ class Evaluator:
         self._answered = False                    # a request of the run has been answered
         self._seen_per_call = None                # the slowest time per call in this case so far (s)
         self._hung = False                        # a request timed out since take_hang() last looked
+        self.work_counts = None                   # --emulate-blackwell: what the last untimed call issued (worker's)
 
     @staticmethod
     def some_groups_unchanged(problem: str, output) -> bool:
@@ -123,6 +124,8 @@ class Evaluator:
     def _run_once(self, data, label: str, result) -> tuple:
         """One untimed call on a copy of `data`: (the output as it arrived, the first integrity error)."""
         reply = self._call("run", [data], result)
+        counts = reply.fields.get("work_counts")
+        self.work_counts = counts[0] if isinstance(counts, list) and len(counts) == 1 else None
         (output,), problem = self._audit([label], reply.sent, [data], reply.outputs, result)
         return output, problem
 

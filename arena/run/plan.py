@@ -13,7 +13,7 @@ from arena.submission_file import SubmissionFile
 
 # The task.yml case set each mode runs when no spec file is given
 DEFAULT_CASE_SET = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks", "profile": "benchmarks",
-                    "diagnose": "tests"}
+                    "diagnose": "tests", "predict": "benchmarks"}
 
 
 
@@ -137,5 +137,5 @@ def plan_run(mode: str, given: dict, case_set: str, secret: int | None, popcorn_
                          diagnose_all=given.get("diagnose_all", False), strict=given.get("strict", False),
                          sandboxed=not given["no_sandbox"], popcorn_fd=popcorn_fd,
                          figures=bool(report_path or plots_dir), quiet=given.get("quiet", False),
-                         emulate_blackwell=given.get("emulate_blackwell", False))
+                         emulate_blackwell=given.get("emulate_blackwell", False) or mode == "predict")
     return task, options

@@ -294,6 +294,8 @@ class Worker:
                     raise WorkerFailure(f"the submission's reply is malformed ({key} is out of range)",
                                         replace=True)
                 fields[key] = number
+        if isinstance(reply.get("work_counts"), list):     # checked where used (arena/predict/b200.WorkCounts)
+            fields["work_counts"] = reply["work_counts"]
         if "digest" in reply:
             fields["digest"] = _digest(reply["digest"])
         if "rows" in reply:

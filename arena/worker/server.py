@@ -78,6 +78,18 @@ def _probe(sock, device: str, request, fds) -> bool:
         return False
 
 
+def _work_counts(blackwell, emulation):
+    """What the emulated kernels of one call issued, and its torch._scaled_mm calls (NVFP4, emulated here)."""
+    seen = {"scaled_mm": 0}
+
+    def take() -> dict:
+        counts = blackwell.take_counts()
+        calls = emulation.calls if emulation is not None else 0
+        counts["scaled_mm_calls"], seen["scaled_mm"] = calls - seen["scaled_mm"], calls
+        return counts
+    return take
+
+
 def _notices(emulation, blackwell=None) -> list[str]:
     """Announced once the submission's calls were emulated (an import-time call counts too)."""
     notices = [blackwell.ANNOUNCEMENT] if blackwell is not None else []
@@ -135,7 +147,8 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
             capability = blackwell.CAPABILITY     # errors are named for the GPU the submission sees (never
                                                   # "needs a Blackwell GPU": the emulation is one)
         session = Session(hello.submission, hello.task_folder, device,
-                          checked_call=blackwell.checked_call if blackwell else None)
+                          checked_call=blackwell.checked_call if blackwell else None,
+                          work_counts=_work_counts(blackwell, emulation) if blackwell else None)
     except harness_guard.IntegrityViolation as error:
         channel.send(sock, {"error": str(error)})
         return

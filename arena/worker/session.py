@@ -34,13 +34,15 @@ def require_plain(value, torch_tensor_type, depth: int = 0):
 
 
 class Session:
-    def __init__(self, submission: str, task_folder: str, device: str, checked_call=None):
+    def __init__(self, submission: str, task_folder: str, device: str, checked_call=None, work_counts=None):
         import torch
         from arena.taskdef.definition import add_task_paths
         self.torch = torch
         self.device = device
         # --emulate-blackwell: runs a call, then raises what the emulated kernels did wrong
         self.checked_call = checked_call or (lambda call: call())
+        # --emulate-blackwell: what the emulated kernels issued in a call (arena/blackwell/runtime.take_counts)
+        self.work_counts = work_counts
         # The task's own task.py/reference.py/utils.py win over any of the same name beside the submission.
         sys.path.insert(0, str(Path(submission).resolve().parent))
         add_task_paths(Path(task_folder))
@@ -95,12 +97,16 @@ class Session:
 
     def run(self, inputs: list) -> dict:
         """Untimed calls (tests, the correctness call): their outputs."""
-        outputs = []
+        outputs, counts = [], []
         for data in inputs:
             self._sync()
+            if self.work_counts:
+                self.work_counts()          # what an earlier call left behind is not this call's
             outputs.append(self.checked_call(lambda: self._synced_call(data)))
+            if self.work_counts:
+                counts.append(self.work_counts())
         self._launch_check()
-        return {"outputs": outputs}
+        return {"outputs": outputs, "work_counts": counts} if self.work_counts else {"outputs": outputs}
 
     def _synced_call(self, data):
         out = self.custom_kernel(data)

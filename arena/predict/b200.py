@@ -1,0 +1,180 @@
+"""A submission's B200 time per benchmark case, predicted from what its emulated run issued on a Hopper GPU.
+
+`eval.py predict` runs each case once under --emulate-blackwell; the emulation library counts what the kernels
+issue (arena/blackwell/runtime.take_counts: tcgen05 MMAs and their multiply-adds, tensor TMA loads and their
+bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_prediction.md argues it:
+
+    time = per-call cost + max(DRAM time, the busiest SM's time)
+    DRAM time          = the case's compulsory bytes (A, B, their scale factors, C) / the B200's DRAM bandwidth
+    busiest SM's time  = waves x (CTA fill + max(the CTA's MMA time, the CTA's TMA time))
+    waves              = ceil(CTAs / 148 SMs), one CTA per SM (a tcgen05 CTA holds most of its SM's shared and
+                         tensor memory)
+
+Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
+per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A kernel with no
+tcgen05 MMA is predicted from its DRAM bytes alone, and a torch._scaled_mm call from cuBLAS's public B200 times.
+
+The counts come from the worker, which the submission controls: a prediction is advice to its author, never
+part of a ranking.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+# ---- Measured B200 figures
+SMS = 148                       # streaming multiprocessors of a B200 (torch.cuda.get_device_properties on one)
+# gau-nernst/gpu-mode-kernels nvidia/README.md, "realistic SOL" measured on a Modal B200: 5914.8 GB/s of DRAM
+# bandwidth and 5797 TFLOPS of NVFP4 tcgen05 math.
+DRAM_BYTES_PER_US = 5914.8e9 / 1e6
+MMA_PER_SM_PER_US = 5797e12 / 2 / SMS / 1e6      # multiply-adds per SM per µs (block-scaled FP4)
+
+# ---- Fitted on the first half of bench/prediction/calibration.tsv (bench/prediction/fit.py prints them)
+CALL_US = 8.0                   # the competition's per-call cost: Python, the launches, the first wave's start
+CTA_FILL_US = 4.0               # a CTA's pipeline fill (first loads from DRAM) and its epilogue
+TMA_BYTES_PER_SM_PER_US = 50e3   # what one SM's TMA loads sustain from L2 (bytes per µs)
+ROUND_TRIP_US = 0.5            # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
+RANGE = (0.81, 9.78)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+
+# torch._scaled_mm (cuBLASLt's NVFP4 GEMM) on a B200, per benchmark shape: gau-nernst/gpu-mode-kernels
+# nvidia/nvfp4_gemm/README.md (the `torch._scaled_mm` submission) and nvidia/nvfp4_dual_gemm/README.md (the
+# reference, two calls). Keys: (m, n, k, l) of a gemm call.
+SCALED_MM_US = {(128, 7168, 16384, 1): 22.4, (128, 4096, 7168, 1): 12.5, (128, 7168, 2048, 1): 8.49}
+SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (256, 3072, 4096, 1): 32.9,
+                     (512, 3072, 7168, 1): 41.4}
+
+COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
+
+
+@dataclass(frozen=True)
+class WorkCounts:
+    """What one call's emulated kernels issued (arena/blackwell/runtime.take_counts)."""
+    mmas: int = 0
+    mma_work: int = 0           # multiply-adds: sum of M*N*K over the MMAs (a CTA pair's counted once)
+    pair_mmas: int = 0
+    tma_loads: int = 0
+    tma_bytes: int = 0
+    grid_ctas: int = 0
+    cta_threads: int = 0
+    cluster_ctas: int = 0
+    allocs: int = 0
+    max_n: int = 0
+    max_m: int = 0
+    commits: int = 0
+    scale_copies: int = 0
+    dynamic_smem: int = 0
+    scaled_mm_calls: int = 0
+
+    @classmethod
+    def from_reply(cls, given) -> "WorkCounts":
+        """The counts a worker sent, checked: a dict of the known names with whole numbers in range."""
+        if not isinstance(given, dict):
+            raise ValueError("the work counts are not a mapping")
+        values = {}
+        for name in cls.__dataclass_fields__:
+            value = given.get(name, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < COUNT_LIMIT:
+                raise ValueError(f"the work count {name!r} is not a whole number in [0, 2^45): {value!r}")
+            values[name] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    b200_us: float | None       # None: not predicted (`rests_on` says why)
+    low_us: float | None
+    high_us: float | None
+    rests_on: str               # what the figure is made from, in words
+    bound: str = ""             # DRAM, MMA, TMA or per-call cost: the term that sets it
+    call_us: float = 0.0
+    dram_us: float = 0.0
+    sm_us: float = 0.0          # the busiest SM: waves x (fill + max(MMA, TMA))
+    mma_us_per_cta: float = 0.0
+    tma_us_per_cta: float = 0.0
+    waves: int = 0
+    ctas: int = 0
+    dram_bytes: int = 0
+    tma_bytes_per_cta: float = 0.0
+    counts: dict | None = None  # the WorkCounts it was made from
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def _shapes(args: dict) -> list[tuple[int, int, int, int]]:
+    """(m, n, k, l) of each GEMM a case asks for: a group's, a gemv's (n = 1), or the one of gemm and dual GEMM."""
+    if isinstance(args.get("m"), (list, tuple)):
+        return [(int(m), int(n), int(k), 1) for m, n, k in zip(args["m"], args["n"], args["k"])]
+    return [(int(args["m"]), int(args.get("n", 1)), int(args["k"]), int(args.get("l", 1)))]
+
+
+def dram_bytes(task: str, args: dict) -> int:
+    """The bytes a case must move at least: FP4 A and B (half a byte an element), one FP8 scale per 16 of them,
+    and the FP16 result; a dual GEMM reads two B and writes one C."""
+    total = 0
+    dual = "dual" in task
+    for m, n, k, l in _shapes(args):
+        bs = 2 if dual else 1
+        total += l * (m * k // 2 + bs * n * k // 2 + (m + bs * n) * k // 16 + 2 * m * n)
+    return total
+
+
+def _with_range(us: float, rests_on: str, **parts) -> Prediction:
+    return Prediction(round(us, 3), round(us * RANGE[0], 3), round(us * RANGE[1], 3), rests_on, **parts)
+
+
+def predict(task: str, args: dict, counts: WorkCounts | None) -> Prediction:
+    """The B200 time of one call of the case `args` of `task`, from the counts of its emulated call."""
+    prediction = _predict(task, args, counts)
+    return replace(prediction, counts=asdict(counts)) if counts is not None else prediction
+
+
+def _predict(task: str, args: dict, counts: WorkCounts | None) -> Prediction:
+    moved = dram_bytes(task, args)
+    dram_us = moved / DRAM_BYTES_PER_US
+    if counts is None:
+        return Prediction(None, None, None, "no counts: the call did not run under the emulation")
+    if counts.mmas == 0:
+        if counts.scaled_mm_calls:
+            shapes = _shapes(args)
+            table = SCALED_MM_PAIR_US if "dual" in task else SCALED_MM_US
+            if len(shapes) == 1 and shapes[0] in table:
+                return _with_range(table[shapes[0]], "torch._scaled_mm: cuBLASLt's public B200 time for this "
+                                   "shape", bound="cuBLASLt", dram_bytes=moved)
+            return Prediction(None, None, None, "torch._scaled_mm: no public B200 time for this shape")
+        us = CALL_US + dram_us
+        return _with_range(us, "no tcgen05 MMA issued: the case's DRAM bytes at the B200's bandwidth (the "
+                           "kernel's own efficiency is not seen)", bound="DRAM", call_us=CALL_US,
+                           dram_us=round(dram_us, 3), dram_bytes=moved)
+    ctas = max(counts.allocs, counts.grid_ctas, 1)
+    waves = math.ceil(ctas / SMS)
+    mma_us = counts.mma_work / ctas / MMA_PER_SM_PER_US
+    loaded = counts.tma_bytes if counts.tma_loads else _operand_bytes(counts)
+    tma_us = loaded / ctas / TMA_BYTES_PER_SM_PER_US
+    # A commit after every MMA or two, waited on before the next loads (no pipeline): each costs a round trip.
+    serial = counts.commits * 2 >= counts.mmas
+    trips_us = counts.commits / ctas * ROUND_TRIP_US if serial else 0.0
+    sm_us = waves * (CTA_FILL_US + max(mma_us, tma_us, trips_us))
+    us = CALL_US + max(dram_us, sm_us)
+    bound = "DRAM" if dram_us >= sm_us else "serial k-loop" if trips_us >= max(mma_us, tma_us) else \
+        "MMA" if mma_us >= tma_us else "TMA"
+    source = "tensor TMA loads" if counts.tma_loads else "no tensor TMA counted: the MMAs' operand bytes"
+    return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}", bound=bound,
+                       call_us=CALL_US, dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
+                       mma_us_per_cta=round(mma_us, 3), tma_us_per_cta=round(tma_us, 3), waves=waves, ctas=ctas,
+                       dram_bytes=moved, tma_bytes_per_cta=round(loaded / ctas, 1))
+
+
+def _operand_bytes(counts: WorkCounts) -> float:
+    """Bytes the MMAs read when no tensor TMA brought them (cp.async, plain loads): each MMA of the widest shape
+    reads (M + N) x K FP4 elements and their scales, 9/16 of a byte each."""
+    m, n = max(counts.max_m, 64), max(counts.max_n, 8)
+    return counts.mma_work * (m + n) / (m * n) * 9 / 16
+
+
+def geomean_us(predictions: list[Prediction]) -> float | None:
+    """The geometric mean of the predicted times, as the leaderboard ranks (None if any case has none)."""
+    times = [p.b200_us for p in predictions]
+    if not times or any(t is None or t <= 0 for t in times):
+        return None
+    return math.exp(sum(math.log(t) for t in times) / len(times))

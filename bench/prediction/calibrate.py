@@ -1,0 +1,258 @@
+"""The B200 time model (arena/predict/b200.py) against public per-shape B200 times.
+
+    python3 bench/prediction/calibrate.py run [--jobs N] [--gpus 0,1] [--limit S] [--out DIR] [--kinds K,...]
+    python3 bench/prediction/calibrate.py fit DIR [DIR ...]      (no GPU needed)
+
+`calibration.tsv` (beside this file) names public submissions, each at a commit, with the B200 mean its own
+repository logged per benchmark shape; the files themselves stay outside git, under
+.public-blackwell/calibration/files/<id>.py (docs/b200_prediction.md says how to fetch them).
+
+`run` (on a Hopper GPU): `eval.py predict` on every file, N at once over the GPUs, each cut at --limit seconds;
+each run's JSON report (per case, the work counts of its emulated call) and its output's tail go to
+DIR/runs.jsonl, a line per file as it ends.
+
+`fit`: splits the files in two halves by a hash of their id (a file's shapes stay together), fits the model's
+three free constants (per-call cost, CTA fill, per-SM TMA rate) on the first half by a grid search over the
+median of |log(predicted / logged)|, and prints every file and shape with its prediction from those constants,
+then per half the median relative error and the Spearman rank correlation of the files' geometric means (per
+problem, and over all). With --constants as they stand in b200.py it checks them instead of fitting.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from arena.predict import b200  # noqa: E402
+from arena.taskdef.specs import parse_spec_line  # noqa: E402
+
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration.tsv")
+FILES = os.path.join(ROOT, ".public-blackwell", "calibration", "files")
+TASKS = {"gemm": ".", "gemv": "tasks/nvfp4_gemv", "dual_gemm": "tasks/nvfp4_dual_gemm",
+         "group_gemm": "tasks/nvfp4_group_gemm"}
+TASK_NAMES = {"gemm": "nvfp4_gemm", "gemv": "nvfp4_gemv", "dual_gemm": "nvfp4_dual_gemm",
+              "group_gemm": "nvfp4_group_gemm"}
+
+
+def read_table() -> list[dict]:
+    with open(TABLE, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def shape_args(shape: str) -> dict:
+    """`m=128;n=7168;k=16384;l=1;seed=1111` (a group's m=[..]) -> the case's arguments."""
+    args = {}
+    for part in shape.split(";"):
+        key, value = part.split("=", 1)
+        args[key.strip()] = json.loads(value)
+    return args
+
+
+def same_case(a: dict, b: dict) -> bool:
+    """The same shape (the seed aside; a spec line's lists are tuples)."""
+    def plain(v):
+        return list(v) if isinstance(v, tuple) else v
+    return all(plain(a.get(k)) == plain(b.get(k)) for k in set(a) | set(b) if k != "seed")
+
+
+def run(args) -> int:
+    rows = read_table()
+    kinds = set(args.kinds.split(",")) if args.kinds else None
+    files = {}
+    for row in rows:
+        if (kinds is None or row["kind"] in kinds) and (not args.only or any(x in row["id"] for x in args.only)) \
+                and not any(x in row["id"] for x in args.skip):
+            files.setdefault(row["id"], row["problem"])
+    os.makedirs(args.out, exist_ok=True)
+    gpus = args.gpus.split(",")
+    order = sorted(files)
+
+    scratch = tempfile.mkdtemp(prefix="calibration-")
+    runs = open(os.path.join(args.out, "runs.jsonl"), "a")
+
+    def one(i_name):
+        i, name = i_name
+        path = os.path.join(FILES, name + ".py")
+        if not os.path.isfile(path):
+            return name, "missing", 0.0, None, ""
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)])
+        start, report, output = time.monotonic(), None, ""
+        json_path = os.path.join(scratch, name + ".json")
+        try:
+            done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--timeout", str(args.limit),
+                                   "--submission", path, "--task", TASKS[files[name]], "--json", json_path],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.limit)
+            status, output = f"rc {done.returncode}", done.stdout + done.stderr
+        except subprocess.TimeoutExpired as stopped:
+            status = "timed out"
+            output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                             for x in (stopped.stdout, stopped.stderr))
+        try:
+            with open(json_path) as f:
+                report = json.load(f)
+        except (OSError, ValueError):
+            pass
+        return name, status, time.monotonic() - start, report, output[-3000:]
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for name, status, seconds, report, output in pool.map(one, enumerate(order)):
+            # one line per file as it ends: a run cut off by its limit keeps every file finished before
+            runs.write(json.dumps({"id": name, "status": status, "seconds": round(seconds, 1), "report": report,
+                                   "output": output}) + "\n")
+            runs.flush()
+            print(f"{name}\t{status}\t{seconds:.0f} s", flush=True)
+    return 0
+
+
+def half_of(file_id: str) -> int:
+    return hashlib.sha256(file_id.encode()).digest()[0] % 2
+
+
+def observations(dirs: list[str]) -> list[dict]:
+    """Every table row whose file's predict run passed that case, with its counts."""
+    reports = {}
+    for d in dirs:
+        with open(os.path.join(d, "runs.jsonl")) as f:
+            for line in f:
+                run = json.loads(line)
+                if run.get("report"):
+                    reports[run["id"]] = run["report"]
+    found = []
+    for row in read_table():
+        report = reports.get(row["id"])
+        if not report:
+            continue
+        args = shape_args(row["shape"])
+        case = next((c for c in report.get("cases", []) if c.get("passed") and c.get("prediction", {}).get("counts")
+                     is not None and same_case(parse_spec_line(c["spec"]), args)), None)
+        if case is None:
+            continue
+        counts = b200.WorkCounts.from_reply(case["prediction"]["counts"])
+        found.append({**row, "args": args, "counts": counts, "logged": float(row["b200_us"]),
+                      "half": half_of(row["id"])})
+    return found
+
+
+def predicted(obs: dict) -> float | None:
+    return b200.predict(TASK_NAMES[obs["problem"]], obs["args"], obs["counts"]).b200_us
+
+
+def set_constants(call_us: float, fill_us: float, tma_rate: float, trip_us: float) -> None:
+    b200.CALL_US, b200.CTA_FILL_US, b200.TMA_BYTES_PER_SM_PER_US, b200.ROUND_TRIP_US = \
+        call_us, fill_us, tma_rate, trip_us
+
+
+def log_errors(obs: list[dict]) -> list[float]:
+    out = []
+    for o in obs:
+        p = predicted(o)
+        if p:
+            out.append(math.log(p / o["logged"]))
+    return out
+
+
+def fit(obs: list[dict]) -> tuple[float, float, float, float]:
+    best, best_score = None, math.inf
+    for call_us, fill_us, tma_rate, trip_us in itertools.product(
+            [1.0, 2.0, 3.0, 4.0, 6.0, 8.0], [0.0, 1.0, 2.0, 4.0, 6.0],
+            [25e3, 50e3, 100e3, 150e3, 200e3, 300e3], [0.2, 0.35, 0.5, 0.7, 1.0, 1.4]):
+        set_constants(call_us, fill_us, tma_rate, trip_us)
+        errors = log_errors(obs)
+        score = statistics.median(abs(e) for e in errors) if errors else math.inf
+        if score < best_score:
+            best, best_score = (call_us, fill_us, tma_rate, trip_us), score
+    return best
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    if len(xs) < 3:
+        return None
+
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        for rank, i in enumerate(order):
+            r[i] = float(rank)
+        return r
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return num / den if den else None
+
+
+def summary(obs: list[dict], label: str) -> None:
+    rel = [abs(predicted(o) / o["logged"] - 1) for o in obs if predicted(o)]
+    print(f"\n{label}: {len(obs)} shapes of {len({o['id'] for o in obs})} files; predicted {len(rel)}")
+    if rel:
+        print(f"  median relative error {100 * statistics.median(rel):.1f} %")
+    for problem in sorted({o["problem"] for o in obs}) + ["all"]:
+        per_file = {}
+        for o in obs:
+            if problem in ("all", o["problem"]) and predicted(o):
+                per_file.setdefault((o["problem"], o["id"]), []).append((predicted(o), o["logged"]))
+        # a file's geometric mean over the shapes it has; files compare within a problem (same shapes)
+        pairs = [(math.exp(statistics.mean(math.log(p) for p, _ in v)),
+                  math.exp(statistics.mean(math.log(g) for _, g in v))) for v in per_file.values()]
+        rho = spearman([p for p, _ in pairs], [g for _, g in pairs])
+        print(f"  {problem}: {len(pairs)} files, Spearman of geometric means "
+              f"{'n/a (fewer than 3)' if rho is None else f'{rho:.2f}'}")
+
+
+def fit_command(args) -> int:
+    obs = observations(args.dirs)
+    if not obs:
+        print("no observations: no JSON of a passing predict run matches calibration.tsv", file=sys.stderr)
+        return 1
+    if not args.constants:
+        constants = fit([o for o in obs if o["half"] == 0])
+        set_constants(*constants)
+        print(f"fitted on half 0: CALL_US = {constants[0]}, CTA_FILL_US = {constants[1]}, "
+              f"TMA_BYTES_PER_SM_PER_US = {constants[2]:.0f}, ROUND_TRIP_US = {constants[3]}")
+        ratios = sorted(o["logged"] / predicted(o) for o in obs if o["half"] == 0 and predicted(o))
+        if ratios:
+            print(f"RANGE = ({ratios[len(ratios) // 10]:.2f}, {ratios[(9 * len(ratios)) // 10]:.2f})  "
+                  "(10th and 90th percentiles of logged / predicted, half 0)")
+    print("\nhalf\tproblem\tkind\tid\tshape\tlogged_us\tpredicted_us\tbound\tratio")
+    for o in sorted(obs, key=lambda o: (o["half"], o["problem"], o["id"], o["shape"])):
+        p = b200.predict(TASK_NAMES[o["problem"]], o["args"], o["counts"])
+        ratio = f"{p.b200_us / o['logged']:.2f}" if p.b200_us else "-"
+        print(f"{o['half']}\t{o['problem']}\t{o['kind']}\t{o['id'][:60]}\t{o['shape'][:40]}\t{o['logged']:.2f}\t"
+              f"{p.b200_us if p.b200_us else '-'}\t{p.bound}\t{ratio}")
+    summary([o for o in obs if o["half"] == 0], "half 0 (fitting)")
+    summary([o for o in obs if o["half"] == 1], "half 1 (held out)")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--jobs", type=int, default=8)
+    r.add_argument("--gpus", default="0")
+    r.add_argument("--limit", type=int, default=400)
+    r.add_argument("--out", default="out/prediction")
+    r.add_argument("--kinds", default="", help="only files of these kinds (calibration.tsv's `kind`)")
+    r.add_argument("--only", nargs="*", default=[], help="only files whose id holds one of these")
+    r.add_argument("--skip", nargs="*", default=[], help="not the files whose id holds one of these")
+    f = sub.add_parser("fit")
+    f.add_argument("dirs", nargs="+")
+    f.add_argument("--constants", action="store_true", help="check b200.py's constants instead of fitting")
+    args = parser.parse_args()
+    return run(args) if args.command == "run" else fit_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

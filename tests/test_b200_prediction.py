@@ -1,0 +1,149 @@
+"""The B200 time model (arena/predict/b200.py), the counts it reads, and `eval.py predict` (docs/b200_prediction.md)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from arena.blackwell import ptx_rewrite, runtime
+from arena.blackwell.ptx_text import register_widths
+from arena.predict import b200
+from arena.report.exit_codes import EXIT_USAGE
+from arena.report.results import CaseResult
+from arena.report.terminal import json_doc, popcorn_lines
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEMM = {"m": 128, "n": 7168, "k": 16384, "l": 1}
+
+
+def test_compulsory_bytes_are_the_operands_scales_and_result():
+    # 128x16384 and 7168x16384 FP4, one FP8 scale per 16 elements, 128x7168 FP16: 69.07 MB (8.994 us of the
+    # task's speed of light at 7.68 TB/s)
+    assert b200.dram_bytes("nvfp4_gemm", GEMM) == 128 * 8192 + 7168 * 8192 + (128 + 7168) * 1024 + 2 * 128 * 7168
+    dual = b200.dram_bytes("nvfp4_dual_gemm", {"m": 256, "n": 4096, "k": 7168, "l": 1})
+    assert dual == 256 * 3584 + 2 * 4096 * 3584 + (256 + 2 * 4096) * 448 + 2 * 256 * 4096
+    group = b200.dram_bytes("nvfp4_group_gemm", {"m": (64, 128), "n": (256, 256), "k": (512, 512), "g": 2})
+    assert group == sum(b200.dram_bytes("nvfp4_gemm", {"m": m, "n": 256, "k": 512, "l": 1}) for m in (64, 128))
+    assert b200.dram_bytes("nvfp4_gemv", {"m": 7168, "k": 16384, "l": 1}) == \
+        7168 * 8192 + 8192 + (7168 + 1) * 1024 + 2 * 7168
+
+
+@pytest.mark.parametrize("given", [None, [], {"mmas": -1}, {"mmas": 1.5}, {"mmas": True}, {"mmas": "3"},
+                                   {"tma_bytes": 1 << 45}])
+def test_counts_from_the_worker_are_checked(given):
+    with pytest.raises(ValueError):
+        b200.WorkCounts.from_reply(given)
+
+
+def test_counts_a_worker_leaves_out_are_zero_and_unknown_names_are_ignored():
+    counts = b200.WorkCounts.from_reply({"mmas": 4, "something_else": "x"})
+    assert counts.mmas == 4 and counts.tma_bytes == 0
+
+
+def test_the_library_words_become_named_counts(monkeypatch):
+    monkeypatch.setitem(runtime._state, "counts", [0] * len(runtime.COUNT_WORDS))
+    runtime._add_counts([3, 2, 0, 5, 10, 56, 128, 1, 56, 64, 128, 9, 12, 4096])
+    runtime._add_counts([1, 1, 0, 1, 2, 112, 96, 2, 56, 32, 128, 1, 0, 1024])
+    counts = runtime.take_counts()
+    assert counts["mmas"] == 4 and counts["mma_work"] == 3 * 8192 and counts["tma_bytes"] == 12 * 16
+    assert counts["grid_ctas"] == 112 and counts["cta_threads"] == 128 and counts["max_n"] == 64
+    assert counts["dynamic_smem"] == 4096 and counts["allocs"] == 112
+    assert runtime.take_counts()["mmas"] == 0        # taken: the next call starts from zero
+    assert set(counts) <= set(b200.WorkCounts.__dataclass_fields__)
+
+
+def _tiled(ctas: int, commits_per_mma: float, tiles_n: int = 64) -> b200.WorkCounts:
+    mmas = ctas * 256
+    return b200.WorkCounts(mmas=mmas, mma_work=128 * tiles_n * 64 * mmas, tma_loads=2 * mmas,
+                           tma_bytes=ctas * (1 << 20), grid_ctas=ctas, allocs=ctas, max_n=tiles_n, max_m=128,
+                           commits=int(mmas * commits_per_mma))
+
+
+def test_a_serial_k_loop_costs_a_round_trip_per_commit_and_a_pipelined_one_does_not():
+    serial = b200.predict("nvfp4_gemm", GEMM, _tiled(112, 1.0))
+    pipelined = b200.predict("nvfp4_gemm", GEMM, _tiled(112, 0.25))
+    assert serial.bound == "serial k-loop" and pipelined.bound != "serial k-loop"
+    assert serial.b200_us > pipelined.b200_us
+    assert serial.low_us < serial.b200_us < serial.high_us
+    assert serial.counts["commits"] == 112 * 256        # what it rests on travels with it
+
+
+def test_more_ctas_than_sms_take_more_waves():
+    one, two = (b200.predict("nvfp4_gemm", GEMM, _tiled(n, 0.25)) for n in (148, 149))
+    assert (one.waves, two.waves) == (1, 2)
+
+
+def test_no_mma_and_scaled_mm_predictions_say_what_they_rest_on():
+    plain = b200.predict("nvfp4_gemm", GEMM, b200.WorkCounts())
+    assert plain.bound == "DRAM" and "efficiency is not seen" in plain.rests_on
+    assert plain.b200_us == pytest.approx(b200.CALL_US + b200.dram_bytes("nvfp4_gemm", GEMM) / b200.DRAM_BYTES_PER_US,
+                                          abs=1e-3)
+    cublas = b200.predict("nvfp4_gemm", GEMM, b200.WorkCounts(scaled_mm_calls=1))
+    assert cublas.b200_us == 22.4 and "cuBLASLt" in cublas.rests_on
+    unknown = b200.predict("nvfp4_gemm", {"m": 256, "n": 512, "k": 256, "l": 1}, b200.WorkCounts(scaled_mm_calls=1))
+    assert unknown.b200_us is None and "no public B200 time" in unknown.rests_on
+    assert b200.predict("nvfp4_gemm", GEMM, None).b200_us is None
+
+
+def test_popcorn_and_json_carry_the_prediction():
+    predicted = b200.predict("nvfp4_gemm", GEMM, _tiled(112, 0.25)).as_dict()
+    results = [CaseResult(index=0, spec="m: 128", passed=True, prediction=predicted),
+               CaseResult(index=1, spec="m: 256", passed=False, error="wrong")]
+    lines = dict(popcorn_lines("predict", results))
+    assert lines["test.0.status"] == "pass" and lines["test.0.b200_predicted"] == str(round(predicted["b200_us"] * 1e3))
+    assert "test.1.b200_predicted" not in lines and lines["check"] == "fail"
+    doc = json.loads(json.dumps(json_doc("predict", "nvfp4_gemm", "s.py", results[:1], None)))
+    assert doc["predicted_geomean_us"] == pytest.approx(predicted["b200_us"])
+    assert doc["cases"][0]["prediction"]["counts"]["mmas"] == 112 * 256
+
+
+def test_predict_without_a_hopper_gpu_says_what_it_needs():
+    done = subprocess.run([sys.executable, "eval.py", "predict", "--submission", "submissions/torch_reference.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == EXIT_USAGE
+    assert "--emulate-blackwell needs a Hopper GPU (sm_90a)" in done.stderr
+
+
+def test_tma_loads_are_counted_and_stores_and_prefetches_are_not():
+    """The rewriter tells the library which tensor TMAs load into shared memory (their bytes are the model's
+    L2 traffic): the third argument of __nvfp4emu_tma_coord."""
+    ptx = """.reg .b32 %r<9>; .reg .b64 %rd<9>;
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];
+    cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r2, %r3}], [%r1];
+    cp.async.bulk.prefetch.tensor.2d.L2.global [%rd1, {%r2, %r3}];
+    """
+    widths = register_widths(ptx)
+    text = ptx_rewrite._TMA.sub(lambda m: ptx_rewrite._rewrite_tma_coordinate(m, widths), ptx)
+    flags = []
+    for block in text.split("{ // nvfp4-arena emulation")[1:]:     # one per TMA, its parameters named afresh
+        stored = dict(re.findall(r"st\.param\.b\d+ \[(emu_p\d+)\], ([^;]+);", block))
+        flags += [stored[p] for p in re.findall(r"__nvfp4emu_tma_coord, \(emu_p\d+, emu_p\d+, (emu_p\d+)\)", block)]
+    assert flags == ["1", "0", "0"], text
+
+
+def _hopper() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+@pytest.mark.gpu
+def test_the_shipped_kernels_counted_work_is_the_gemms(tmp_path):
+    """On a Hopper GPU: `eval.py predict` on the shipped kernel counts M*N*K multiply-adds exactly (its tiles
+    divide the shapes) and tensor TMA bytes at least A and B once."""
+    if not _hopper():
+        pytest.skip("needs an sm_90 GPU")
+    out = tmp_path / "p.json"
+    done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "2", "--submission", "submission.py",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    case = json.loads(out.read_text())["cases"][0]
+    counts = case["prediction"]["counts"]
+    assert counts["mma_work"] == 128 * 7168 * 2048 and counts["mmas"] > 0
+    assert counts["tma_bytes"] >= (128 + 7168) * 2048 // 2
+    assert case["prediction"]["b200_us"] > 0
