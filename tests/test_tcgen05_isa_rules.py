@@ -266,6 +266,28 @@ def test_every_library_error_code_has_a_message():
     assert "its destination is in CTA rank 1, not the issuing CTA" in remote
 
 
+ALLOC = os.path.join(ROOT, "tests", "blackwell", "alloc_rules.cu")
+
+
+def test_an_alloc_count_a_b200_takes_warns_and_one_outside_the_tensor_memory_fails(tmp_path_factory):
+    """The PTX ISA asks tcgen05.alloc for a power of two from 32 to 512 columns; B200s ran public GEMMs that
+    allocate 136 and 144 (five benchmarked on them), so a count within 32..512 is a warning (68) and takes the
+    next power of two; a count outside is an error (2)."""
+    exe = _host_program(tmp_path_factory, ALLOC, "alloc")
+    counts = [32, 128, 512, 136, 144, 160, 33, 511, 16, 0, 513, 1024]
+    out = subprocess.run([exe], input="".join(f"{n}\n" for n in counts), capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    got = {int(line.split()[0]): tuple(int(x) for x in line.split("->")[1].split()) for line in out.splitlines()}
+    codes = library_error_codes()
+    warn, fail = codes["W_ALLOC_NCOLS"], codes["E_ALLOC_NCOLS"]
+    assert got == {32: (0, 32), 128: (0, 128), 512: (0, 512), 136: (warn, 256), 144: (warn, 256), 160: (warn, 256),
+                   33: (warn, 64), 511: (warn, 512), 16: (fail, 32), 0: (fail, 32), 513: (fail, 512),
+                   1024: (fail, 512)}
+    assert warn in runtime.WARNINGS and fail not in runtime.WARNINGS
+    line = runtime.describe([warn, 3, 136, 256, 0, 0, 0, 0], {3: "tcgen05.alloc..."})
+    assert line.startswith("emulated tcgen05 warning: tcgen05.alloc of 136 columns") and "allocates 256" in line
+
+
 SDESC = os.path.join(ROOT, "tests", "blackwell", "sdesc_rules.cu")
 
 

@@ -305,15 +305,21 @@ static __device__ uint32_t* emu_block(uint32_t site, uint32_t lane, uint32_t col
 static __device__ __forceinline__ uint32_t emu_leader(uint32_t mask) { return __ffs(mask) - 1u; }
 
 // ------------------------------------------------------------------------------------------- allocation
-static __device__ __forceinline__ bool emu_valid_cols(uint32_t n) { return n >= 32u && n <= 512u && !(n & (n - 1u)); }
+static __host__ __device__ __forceinline__ bool emu_valid_cols(uint32_t n) { return n >= 32u && n <= 512u && !(n & (n - 1u)); }
 // What a count that is not a power of two from 32 to 512 takes (the kernel runs on, with a warning or an error
 // recorded): the next power of two, within 32..512. dealloc frees the same amount for the same count.
-static __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
+static __host__ __device__ __forceinline__ uint32_t emu_alloc_size(uint32_t n) {
   if (n <= 32u) return 32u;
   if (n >= 512u) return 512u;
   uint32_t p = 32u;
   while (p < n) p <<= 1;
   return p;
+}
+// What tcgen05.alloc's column count gets: E_NONE (a power of two from 32 to 512); W_ALLOC_NCOLS, a warning, within
+// 32..512 otherwise (B200s ran public kernels allocating 136 and 144 columns: five GEMMs benchmarked on them); an
+// error outside. Either way the allocation takes emu_alloc_size.
+static __host__ __device__ __forceinline__ uint32_t emu_alloc_verdict(uint32_t n) {
+  return emu_valid_cols(n) ? (uint32_t)E_NONE : n >= 32u && n <= 512u ? (uint32_t)W_ALLOC_NCOLS : (uint32_t)E_ALLOC_NCOLS;
 }
 
 // Columns another CTA freed within the last EMU_FREED_GRACE_NS are not handed out yet. That CTA's other warps may
@@ -341,10 +347,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
     emu_count(EMU_COUNT_ALLOCS, 1u);
     const uint32_t sm = emu_sm_checked(site);
     if (emu_nsmid() > EMU_MAX_SM) emu_fail(E_TOO_MANY_SMS, site, emu_nsmid(), EMU_MAX_SM);
-    // A count within 32..512 that is not a power of two: B200s ran public kernels allocating 136 columns
-    // (benchmarked), so the hardware takes it; a warning, and the next power of two. Outside 32..512: an error.
-    if (ncols >= 32u && ncols <= 512u && !emu_valid_cols(ncols)) emu_warn(W_ALLOC_NCOLS, site, ncols, emu_alloc_size(ncols));
-    else if (!emu_valid_cols(ncols)) emu_fail(E_ALLOC_NCOLS, site, ncols, 0);
+    const uint32_t verdict = emu_alloc_verdict(ncols);
+    if (verdict == W_ALLOC_NCOLS) emu_warn(W_ALLOC_NCOLS, site, ncols, emu_alloc_size(ncols));
+    else if (verdict != E_NONE) emu_fail(verdict, site, ncols, 0);
     const uint32_t need = emu_alloc_size(ncols) / 32u;
     const unsigned long long me = emu_my_tag();
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
@@ -678,8 +683,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_dealloc(uint32_t site, uint32
   __syncwarp(mask);
   if (emu_lane() == emu_leader(mask)) {
     const uint32_t sm = emu_sm_checked(site), col = taddr & 0xFFFFu;
-    // outside 32..512 an error, as at alloc; within, what alloc took is freed (alloc warned of the count)
-    if (ncols < 32u || ncols > 512u) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
+    // what alloc took is freed (alloc warned of a count that is not a power of two); outside 32..512 an error
+    if (emu_alloc_verdict(ncols) == E_ALLOC_NCOLS) emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
     ncols = emu_alloc_size(ncols);
     if ((taddr >> 16) != 0u || col % 32u || col + ncols > EMU_COLS) {
       emu_fail(E_DEALLOC_ARGS, site, taddr, ncols);
