@@ -126,6 +126,11 @@ SITE_MESSAGES = {
                             "mbarrier before the store): the emulation runs that MMA first, on the values before the "
                             "store, as a B200 most likely does; wait on the commit's mbarrier before overwriting what "
                             "an MMA reads",
+    69: lambda a, b, sites: f"this tcgen05.st (warp {b}) writes tensor memory that `{sites.get(a, f'call site {a}')}` "
+                            "also writes, issued earlier with nothing completing it first (no wait on a "
+                            "tcgen05.commit's mbarrier before the store): the emulation completes that operation "
+                            "first and the store's values stand, as a B200, which runs an issued operation at once, "
+                            "most likely does; wait on the commit's mbarrier before storing over what it writes",
     74: lambda a, b, sites: _unfinished(a, b, sites, "this copy writes shared memory that", "reads")
                             + " (a stage refilled before the commit that frees it completed)",
 }
@@ -136,7 +141,7 @@ KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4
 MESSAGES[65] = ("columns {a}..{a}+{b} of tensor memory lie past this CTA's tcgen05.alloc, and no other CTA holds them: "
                 "a B200 reads and writes them all the same, until another CTA on the SM allocates them (allocate "
                 "every column the kernel uses)")
-WARNINGS = (60, 61, 63, 64, 65, 66, 67, 68)
+WARNINGS = (60, 61, 63, 64, 65, 66, 67, 68, 69)
 
 
 def _bits(mask: int) -> str:

@@ -123,7 +123,7 @@ enum : uint32_t {
   W_SCALE_QUARTERS = 60, W_SBO_OVERLAP,
   E_TMAP_TYPE = 62, W_LD_FREED, W_LD_AFTER_DEALLOC, W_BEYOND_ALLOC,
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
-  W_ST_UNDER_MMA = 66, W_ST_UNORDERED, W_ALLOC_NCOLS,
+  W_ST_UNDER_MMA = 66, W_ST_UNORDERED, W_ALLOC_NCOLS, W_ST_OVER_QUEUED,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
   E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
 };
@@ -1193,10 +1193,28 @@ static __device__ bool emu_mma_reads(const EmuOp& op, uint32_t col, uint32_t n, 
   return op.accumulate && hits(op.d_taddr & 0xFFFFu, m.N, 0u, m.M);
 }
 
+// Whether a queued mma/cp writes columns [col, col + n) of lanes [lane0, lane0 + 32).
+static __device__ bool emu_op_writes(const EmuOp& op, uint32_t col, uint32_t n, uint32_t lane0) {
+  uint32_t l0 = 0u, lanes = EMU_LANES;
+  if (op.verb == OP_CP) {
+    EmuCpShape c;
+    if (!emu_cp_shape(op.shape, c)) return false;
+    l0 = op.d_taddr >> 16;
+    lanes = c.dst_rows;
+  } else if (op.verb != OP_MMA && op.verb != OP_MMA2) {
+    return false;
+  }
+  return op.col0 < col + n && col < op.col0 + op.ncols && l0 < lane0 + 32u && lane0 < l0 + lanes;
+}
+
 // A tcgen05.st of warp `warp` into columns [col, col + n) of its quarter, where an MMA issued before it reads: a
 // B200 runs an issued MMA at once, on the values before the store. An MMA still queued therefore completes now,
 // and a warning names the race; so does an MMA already run here that was issued after the storing warp's last
-// barrier wait (the store was meant for it and came too late). Then the store joins the warp's record.
+// barrier wait (the store was meant for it and came too late). Likewise a queued cp or MMA issued before the store
+// that writes the same cells (no wait completed it): a B200 has run it long before the store, so it completes
+// now and the store's values stand (jIab-b's sub_dump.py @0c8dbdd passed on a B200 with uncommitted copies into
+// its scale-factor columns ahead of the stores of the real ones), with a warning. Then the store joins the warp's
+// record.
 static __device__ void emu_store_lands(uint32_t site, int q, uint32_t col, uint32_t n, uint32_t lane0, uint32_t warp) {
   const uint32_t sm = emu_smid();
   volatile EmuWarpSync& s = emu_warp_sync(sm);
@@ -1204,12 +1222,15 @@ static __device__ void emu_store_lands(uint32_t site, int q, uint32_t col, uint3
   if (*(volatile uint32_t*)&__nvfp4emu_qhead[q] != *(volatile uint32_t*)&__nvfp4emu_qtail[q]) {
     emu_qlock(q);
     const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
-    uint32_t end = head, reader = 0u;
-    for (uint32_t i = head; i != tail; ++i)
+    uint32_t end = head, reader = 0u, writer = 0u;
+    for (uint32_t i = head; i != tail; ++i) {
       if (emu_mma_reads(emu_qop(q, i), col, n, lane0)) { end = i + 1u; reader = emu_qop(q, i).site; }
+      else if (emu_op_writes(emu_qop(q, i), col, n, lane0)) { end = i + 1u; writer = emu_qop(q, i).site; }
+    }
     if (end != head) {
       emu_run_until(q, end);
-      emu_warn(W_ST_UNDER_MMA, site, reader, warp);
+      if (reader) emu_warn(W_ST_UNDER_MMA, site, reader, warp);
+      else emu_warn(W_ST_OVER_QUEUED, site, writer, warp);
       warned = true;
     }
     emu_qunlock(q);

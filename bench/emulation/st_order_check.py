@@ -1,4 +1,4 @@
-"""tcgen05.st of scale factors by four warps, then one warp's MMA, in four orders (tests/blackwell/st_scales.cu),
+"""tcgen05.st of scale factors by four warps, then one warp's MMA, in five orders (tests/blackwell/st_scales.cu),
 under --emulate-blackwell's runtime on a Hopper GPU. Each order runs in a process of its own (the library keeps the
 first warning of a process) and is checked against torch:
 
@@ -7,6 +7,8 @@ first warning of a process) and is checked against torch:
     late      warps 1-3 store 200 us after the MMA's issue       rows 32-127 wrong, a warning naming the late store
     early     warps 1-3 stored before it, no barrier             right, a warning naming the missing barrier
     mbarrier  warps 1-3 store, arrive; thread 0 waits            right, no emulation line
+    copy      an uncommitted tcgen05.cp of zeros into the scales  right (the stores win), a warning naming the copy
+              first, then the stores and a barrier
 
 Prints one row per order; exit 1 on any row that is not as expected.
 
@@ -21,12 +23,13 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-ORDERS = {"barrier": 0, "late": 1, "early": 2, "mbarrier": 3}
+ORDERS = {"barrier": 0, "late": 1, "early": 2, "mbarrier": 3, "copy": 4}
 EXPECTED = {  # order -> (rows that are right, words of the warning or None)
     "barrier": ("0-127", None),
     "late": ("0-31", "writes tensor memory that"),
     "early": ("0-127", "no barrier orders that store before the MMA"),
     "mbarrier": ("0-127", None),
+    "copy": ("0-127", "also writes, issued earlier with nothing completing it first"),
 }
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 

@@ -7,6 +7,9 @@
 //   2 early      thread 0 waits 200 us, then issues after its own tcgen05.wait::st alone: the stores came first
 //                (right values; no barrier orders them)
 //   3 mbarrier   warps 1-3 store, tcgen05.wait::st, then arrive on an mbarrier thread 0 waits on (correct)
+//   4 copy       thread 0 first copies zeros (tcgen05.cp, no commit) into the scale-factor columns, then every warp
+//                stores the real ones and a CTA barrier precedes the MMA: a B200 has run the copy long before the
+//                stores, so the stores' values stand (correct; nothing orders the copy before them)
 // Operands: K-major, no swizzle, core matrices of 8 rows x 16 bytes (LBO = 128, SBO = 256). Scale factors: row r's
 // four e4m3 bytes (K blocks 0-3) in column base + r / 32, lane r % 32 of every quarter.
 #include <torch/extension.h>
@@ -33,6 +36,7 @@ __global__ void st_scales(const uint8_t* a, const uint8_t* b, const uint32_t* sf
                           int mode) {
   __shared__ __align__(1024) uint8_t sa[128 * 32];
   __shared__ __align__(1024) uint8_t sb[128 * 32];
+  __shared__ __align__(1024) uint8_t zeros[1024];
   __shared__ uint32_t slot;
   __shared__ __align__(8) uint64_t bars[2];
   for (int i = threadIdx.x; i < 128 * 32; i += blockDim.x) {
@@ -40,6 +44,7 @@ __global__ void st_scales(const uint8_t* a, const uint8_t* b, const uint32_t* sf
     sa[at] = a[i];
     sb[at] = b[i];
   }
+  for (int i = threadIdx.x; i < 1024; i += blockDim.x) zeros[i] = 0;
   const uint32_t done_bar = (uint32_t)__cvta_generic_to_shared(&bars[0]);
   const uint32_t stored_bar = (uint32_t)__cvta_generic_to_shared(&bars[1]);
   if (threadIdx.x == 0) {
@@ -57,13 +62,18 @@ __global__ void st_scales(const uint8_t* a, const uint8_t* b, const uint32_t* sf
   const uint32_t w = threadIdx.x / 32, l = threadIdx.x % 32;
 
   if (mode == 1 && w != 0) pause_us(200);
+  if (mode == 4 && threadIdx.x == 0) {   // 32 rows x 16 bytes of zeros to every quarter: 4 columns each
+    const uint64_t dz = desc((uint32_t)__cvta_generic_to_shared(zeros));
+    asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(t_sfa), "l"(dz) : "memory");
+    asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(t_sfb), "l"(dz) : "memory");
+  }
   // 32x32b.x4: lane l of this warp's quarter, columns base .. base + 3 = rows l, 32 + l, 64 + l, 96 + l
   asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};"
                ::"r"(t_sfa + ((32 * w) << 16)), "r"(sfa[l]), "r"(sfa[32 + l]), "r"(sfa[64 + l]), "r"(sfa[96 + l]) : "memory");
   asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};"
                ::"r"(t_sfb + ((32 * w) << 16)), "r"(sfb[l]), "r"(sfb[32 + l]), "r"(sfb[64 + l]), "r"(sfb[96 + l]) : "memory");
   asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
-  if (mode == 0) {
+  if (mode == 0 || mode == 4) {
     asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
     __syncthreads();
     asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
