@@ -147,3 +147,33 @@ def test_the_shipped_kernels_counted_work_is_the_gemms(tmp_path):
     assert counts["mma_work"] == 128 * 7168 * 2048 and counts["mmas"] > 0
     assert counts["tma_bytes"] >= (128 + 7168) * 2048 // 2
     assert case["prediction"]["b200_us"] > 0
+
+
+def test_the_calibration_fit_reads_runs_and_reports_both_halves(tmp_path):
+    """bench/prediction/calibrate.py fit, as a subprocess, on runs of six gemm files of calibration.tsv: each
+    passing case with counts becomes a row beside its logged time, a failing case none; the constants are fitted
+    on half 0 and both halves get their error and rank correlation."""
+    import csv
+    with open(os.path.join(ROOT, "bench", "prediction", "calibration.tsv"), newline="") as f:
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if r["problem"] == "gemm" and r["kind"] == "tcgen05_cuda"]
+    ids = sorted({r["id"] for r in rows})[:6]
+    with open(tmp_path / "runs.jsonl", "w") as out:
+        for n, file_id in enumerate(ids):
+            cases = []
+            for r in (r for r in rows if r["id"] == file_id):
+                args = {k: int(v) for k, v in (p.split("=") for p in r["shape"].split(";"))}
+                counts = _tiled(56 * (1 + n % 2), 1.0 if n % 3 else 0.25)
+                cases.append({"spec": "; ".join(f"{k}: {v}" for k, v in args.items()), "passed": n != 5,
+                              "prediction": b200.predict("nvfp4_gemm", args, counts).as_dict()})
+            out.write(json.dumps({"id": file_id, "status": "rc 0", "report": {"cases": cases}}) + "\n")
+    script = os.path.join(ROOT, "bench", "prediction", "calibrate.py")
+    done = subprocess.run([sys.executable, script, "fit", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "fitted on half 0: CALL_US = " in done.stdout and "ROUND_TRIP_US = " in done.stdout
+    table = [line for line in done.stdout.splitlines() if line[:2] in ("0\t", "1\t")]
+    assert len(table) == 15 and not any(ids[5][:60] in line for line in table)      # the failing file has no rows
+    assert "half 0 (fitting)" in done.stdout and "half 1 (held out)" in done.stdout
+    assert "median relative error" in done.stdout and "Spearman of geometric means" in done.stdout
+    kept = subprocess.run([sys.executable, script, "fit", str(tmp_path), "--constants"], capture_output=True,
+                          text=True, timeout=120)
+    assert kept.returncode == 0 and "fitted" not in kept.stdout
