@@ -19,6 +19,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def hopper_gpu():
+    """Skips the test unless this machine has an sm_90 GPU (the native Hopper kernel, the Blackwell emulation)."""
+    if not (torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9):
+        pytest.skip("needs an sm_90 GPU")
+
+
+@pytest.fixture
 def exploit_dir(tmp_path, monkeypatch):
     """Where exploits leave their marks: the one folder besides its home the jailed worker may write (its own
     uid writes there, hence mode 1777)."""

@@ -124,20 +124,10 @@ def test_tma_loads_are_counted_and_stores_and_prefetches_are_not():
     assert flags == ["1", "0", "0"], text
 
 
-def _hopper() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
-
-
 @pytest.mark.gpu
-def test_the_shipped_kernels_counted_work_is_the_gemms(tmp_path):
+def test_the_shipped_kernels_counted_work_is_the_gemms(tmp_path, hopper_gpu):
     """On a Hopper GPU: `eval.py predict` on the shipped kernel counts M*N*K multiply-adds exactly (its tiles
     divide the shapes) and tensor TMA bytes at least A and B once."""
-    if not _hopper():
-        pytest.skip("needs an sm_90 GPU")
     out = tmp_path / "p.json"
     done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "2", "--submission", "submission.py",
                            "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)

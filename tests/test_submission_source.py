@@ -93,15 +93,9 @@ def test_sm90a_build_has_hgmma_and_no_spills(tmp_path):
     assert not re.search(r"\b(LDL|STL)\b", sass), "local-memory traffic in the sm_90a SASS"
 
 
-def _hopper():
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(128, 256, 256, 1), (256, 7168, 2048, 1), (200, 320, 384, 2), (512, 4096, 7168, 1)])
-def test_sm90_bit_exact(shape):
-    if not _hopper():
-        pytest.skip("needs an sm_90 GPU")
+def test_sm90_bit_exact(shape, hopper_gpu):
     sys.path.insert(0, ROOT)
     import reference
     import submission
@@ -124,9 +118,7 @@ CLUSTER_CASES = [(128, 7168, 2048, 1, 1, 2, 1), (200, 320, 384, 2, 1, 2, 1), (13
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CLUSTER_CASES)
-def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
-    if not _hopper():
-        pytest.skip("needs an sm_90 GPU")
+def test_sm90_cluster_split_is_bit_exact_and_repeatable(case, hopper_gpu):
     sys.path.insert(0, ROOT)
     import reference
     import submission
@@ -150,9 +142,7 @@ def test_sm90_cluster_split_is_bit_exact_and_repeatable(case):
 # of calls on an H100 (never in the first call of the other tests above). Repeated calls over two inputs.
 @pytest.mark.gpu
 @pytest.mark.parametrize("cluster", [4, 8])
-def test_sm90_cluster_split_stays_exact_over_repeated_calls(cluster):
-    if not _hopper():
-        pytest.skip("needs an sm_90 GPU")
+def test_sm90_cluster_split_stays_exact_over_repeated_calls(cluster, hopper_gpu):
     sys.path.insert(0, ROOT)
     import reference
     import submission
@@ -175,9 +165,7 @@ def test_sm90_cluster_split_stays_exact_over_repeated_calls(cluster):
 
 
 @pytest.mark.gpu
-def test_sm90_impossible_cluster_split_is_refused_in_one_line():
-    if not _hopper():
-        pytest.skip("needs an sm_90 GPU")
+def test_sm90_impossible_cluster_split_is_refused_in_one_line(hopper_gpu):
     sys.path.insert(0, ROOT)
     import reference
     import submission
