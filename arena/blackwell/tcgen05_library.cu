@@ -159,12 +159,11 @@ static __device__ __forceinline__ unsigned long long emu_now() {
   return t;
 }
 
-// One record of 8 words from `base`: the first to claim it keeps it (words 0-7: the error; 8-15: the warning).
-struct EmuMmaShape { uint32_t M, N, K; };
 // ---- The work counts of the B200 time model (arena/predict/b200.py): words 18-31 of __nvfp4emu_state, summed or
 // maximized by every issuing thread and read and cleared after each call (__nvfp4emu_read_counts). Counted at
 // issue, so a kernel that fails still shows what it issued. Sizes in 16-byte units and MMA work in units of
 // 8192 multiply-adds (the smallest MMA, 64x8x16) keep a benchmark's counts far inside 32 bits.
+struct EmuMmaShape { uint32_t M, N, K; };
 #define EMU_COUNT_MMAS 18          // tcgen05.mma issues (either CTA group)
 #define EMU_COUNT_MMA_WORK 19      // sum of M*N*K / 8192 over them
 #define EMU_COUNT_PAIR_MMAS 20     // ... of which .cta_group::2 (one issue for both CTAs of a pair)
@@ -196,6 +195,7 @@ static __device__ void emu_count_mma(const EmuMmaShape& s, uint32_t pair) {
   emu_count_max(EMU_COUNT_DYN_SMEM, smem);
 }
 
+// One record of 8 words from `base`: the first to claim it keeps it (words 0-7: the error; 8-15: the warning).
 static __device__ __forceinline__ uint32_t emu_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
