@@ -171,10 +171,3 @@ def _operand_bytes(counts: WorkCounts) -> float:
     m, n = max(counts.max_m, 64), max(counts.max_n, 8)
     return counts.mma_work * (m + n) / (m * n) * 9 / 16
 
-
-def geomean_us(predictions: list[Prediction]) -> float | None:
-    """The geometric mean of the predicted times, as the leaderboard ranks (None if any case has none)."""
-    times = [p.b200_us for p in predictions]
-    if not times or any(t is None or t <= 0 for t in times):
-        return None
-    return math.exp(sum(math.log(t) for t in times) / len(times))

@@ -104,11 +104,23 @@ class RunOutcome:
         return sum(not r.passed for r in self.results) - self.not_run
 
 
+def _geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def geomean_us(results: list[CaseResult]) -> float | None:
     means = [r.stats.mean / 1e3 for r in results if r.passed and r.stats]
     if not means or len(means) != len(results):
         return None
-    return math.exp(sum(math.log(m) for m in means) / len(means))
+    return _geometric_mean(means)
+
+
+def predicted_geomean_us(results: list[CaseResult]) -> float | None:
+    """predict mode: the geometric mean of the predicted B200 times (None unless every case has one)."""
+    times = [r.prediction.get("b200_us") for r in results]
+    if not times or any(not t for t in times):
+        return None
+    return _geometric_mean(times)
 
 
 @dataclass

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import base64
-import math
 import json
 import os
 import platform
@@ -13,7 +12,7 @@ import torch
 from rich.markup import escape
 
 from arena.report.results import ProbeResult
-from arena.report.results import CaseResult, RunInfo, geomean_us, not_judged_words
+from arena.report.results import CaseResult, RunInfo, geomean_us, not_judged_words, predicted_geomean_us
 
 
 # ---- the competition's result channel (POPCORN_FD) -------------------------------------------------
@@ -246,13 +245,6 @@ def render(console, mode: str, results: list[CaseResult], info: RunInfo, reports
     render_worker_output(console, results)
     render_integrity(console, mode, results, info)
     console.print(summary_line(results))
-
-
-def predicted_geomean_us(results: list[CaseResult]) -> float | None:
-    times = [r.prediction.get("b200_us") for r in results]
-    if not times or any(not t for t in times):
-        return None
-    return math.exp(sum(math.log(t) for t in times) / len(times))
 
 
 def render_predictions(console, results: list[CaseResult]):
