@@ -80,7 +80,6 @@ def run(args) -> int:
     order = sorted(files)
 
     scratch = tempfile.mkdtemp(prefix="calibration-")
-    runs = open(os.path.join(args.out, "runs.jsonl"), "a")
 
     def one(i_name):
         i, name = i_name
@@ -106,7 +105,7 @@ def run(args) -> int:
             pass
         return name, status, time.monotonic() - start, report, output[-3000:]
 
-    with ThreadPoolExecutor(args.jobs) as pool:
+    with ThreadPoolExecutor(args.jobs) as pool, open(os.path.join(args.out, "runs.jsonl"), "a") as runs:
         for name, status, seconds, report, output in pool.map(one, enumerate(order)):
             # one line per file as it ends: a run cut off by its limit keeps every file finished before
             runs.write(json.dumps({"id": name, "status": status, "seconds": round(seconds, 1), "report": report,
@@ -194,18 +193,20 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 
 def summary(obs: list[dict], label: str) -> None:
-    rel = [abs(predicted(o) / o["logged"] - 1) for o in obs if predicted(o)]
+    scored = [(o, predicted(o)) for o in obs]
+    scored = [(o, p) for o, p in scored if p]
+    rel = [abs(p / o["logged"] - 1) for o, p in scored]
     print(f"\n{label}: {len(obs)} shapes of {len({o['id'] for o in obs})} files; predicted {len(rel)}")
     if rel:
         print(f"  median relative error {100 * statistics.median(rel):.1f} %")
     for problem in sorted({o["problem"] for o in obs}) + ["all"]:
         per_file = {}
-        for o in obs:
-            if problem in ("all", o["problem"]) and predicted(o):
-                per_file.setdefault((o["problem"], o["id"]), []).append((predicted(o), o["logged"]))
+        for o, p in scored:
+            if problem in ("all", o["problem"]):
+                per_file.setdefault((o["problem"], o["id"]), []).append((p, o["logged"]))
         # a file's geometric mean over the shapes it has; files compare within a problem (same shapes)
-        pairs = [(math.exp(statistics.mean(math.log(p) for p, _ in v)),
-                  math.exp(statistics.mean(math.log(g) for _, g in v))) for v in per_file.values()]
+        pairs = [(statistics.geometric_mean(p for p, _ in v), statistics.geometric_mean(g for _, g in v))
+                 for v in per_file.values()]
         rho = spearman([p for p, _ in pairs], [g for _, g in pairs])
         print(f"  {problem}: {len(pairs)} files, Spearman of geometric means "
               f"{'n/a (fewer than 3)' if rho is None else f'{rho:.2f}'}")
