@@ -83,11 +83,12 @@ def raise_on_error():
     output."""
     for module_file in _state["modules"]:
         try:
-            read = ctypes.CDLL(module_file).__nvfp4emu_read_state
+            library = ctypes.CDLL(module_file)
+            read = library.__nvfp4emu_read_state
         except (OSError, AttributeError):
             continue
         counts = (ctypes.c_uint * len(COUNT_WORDS))()
-        read_counts = getattr(ctypes.CDLL(module_file), "__nvfp4emu_read_counts", None)
+        read_counts = getattr(library, "__nvfp4emu_read_counts", None)
         if read_counts is not None and read_counts(counts) == 0:
             _add_counts(counts)
         buffer = (ctypes.c_uint * 16)()
