@@ -413,8 +413,68 @@ def _merge_library(ptx: str, library_ptx: str) -> str:
     return ptx[:at] + "\n" + state_line + lib + "\n// ---- end of nvfp4-arena emulation library\n" + ptx[at:]
 
 
-def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
-    """The sm_90a PTX for `ptx` (an sm_100-family module) and its call sites."""
+_LIBRARY_GLOBAL = re.compile(r"^\.visible\s+(\.global\s+[^=;\[]*?)\s*(\[\d*\])?\s*(?:=[^;]*)?;", re.M)
+_LIBRARY_FUNCTION = re.compile(r"^\.visible\s+\.func\b([^{;]*?)\s*\{", re.M)
+
+
+def _declare_library(ptx: str, library_ptx: str) -> str:
+    """Declare the library's globals and functions `.extern` after the module header, for a module that is
+    assembled alone and linked (nvlink) with the library's own cubin. The module's state array becomes `.visible`,
+    so the library's extern reference resolves to this module's copy."""
+    lib = strip_comments(library_ptx)
+    declarations = [f".extern {m.group(1)}{'[]' if m.group(2) else ''};\n" for m in _LIBRARY_GLOBAL.finditer(lib)
+                    if not re.search(rf"\b{STATE_SYMBOL}\b", m.group(1))]
+    declarations += [f".extern .func{m.group(1)};\n" for m in _LIBRARY_FUNCTION.finditer(lib)]
+    state = re.search(rf"^[^\n]*\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*;[ \t]*\n", ptx, flags=re.M)
+    if state:
+        ptx = ptx[:state.start()] + ptx[state.end():]
+        state_line = re.sub(r"^\s*(\.visible\s+)?", ".visible ", state.group(0))
+    else:
+        state_line = f".visible .global .align 4 .b8 {STATE_SYMBOL}[{4 * STATE_WORDS}];\n"
+    header = re.search(r"^\s*\.address_size\s+\d+\s*\n", ptx, flags=re.M)
+    if not header:
+        raise CannotEmulate("the PTX has no .address_size directive")
+    at = header.end()
+    return (ptx[:at] + "\n" + state_line + "".join(declarations) + "// ---- end of the emulation library's declarations\n"
+            + ptx[at:])
+
+
+# Registers a thread may hold, as ptxas allots them: 64K a multiprocessor, whole multiples of 8, at most 255.
+REGISTER_FILE, MAX_REGISTERS = 65536, 255
+REGISTER_CAPS = (255, 168, 128, 96, 64, 32, 16)     # the library is assembled once per cap a module needs
+_ENTRY_HEAD = re.compile(r"\.entry\s+[\w$]+\s*\([^)]*\)(?P<directives>[^{]*)\{")
+
+
+def register_cap(ptx: str, ptxas_args: list[str] = ()) -> int:
+    """The most registers a library function may use in this module: the least any of its kernels allows
+    (`.maxntid`/`.reqntid` with `.minnctapersm`, `.maxnreg`) or the build's --maxrregcount, as one of
+    REGISTER_CAPS. Linked code above a kernel's limit is refused by nvlink, where a merged module's ptxas would
+    have fitted it."""
+    cap = MAX_REGISTERS
+    for i, arg in enumerate(ptxas_args):
+        m = re.fullmatch(r"(?:-maxrregcount|--maxrregcount)(?:=(\d+))?", arg)
+        if m and (m.group(1) or (i + 1 < len(ptxas_args) and ptxas_args[i + 1].isdigit())):
+            cap = min(cap, int(m.group(1) or ptxas_args[i + 1]))
+    for m in _ENTRY_HEAD.finditer(strip_comments(ptx)):
+        directives = m.group("directives")
+        threads = re.search(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", directives)
+        blocks = re.search(r"\.minnctapersm\s+(\d+)", directives)
+        limit = re.search(r"\.maxnreg\s+(\d+)", directives)
+        if threads:
+            count = 1
+            for n in threads.groups():
+                count *= int(n or 1)
+            warps_threads = -(-count // 32) * 32
+            cap = min(cap, REGISTER_FILE // (warps_threads * max(1, int(blocks.group(1)) if blocks else 1)) // 8 * 8)
+        if limit:
+            cap = min(cap, int(limit.group(1)))
+    return next((c for c in REGISTER_CAPS if c <= cap), REGISTER_CAPS[-1])
+
+
+def rewrite(ptx: str, library_ptx: str, linked: bool = False) -> tuple[str, list[Site]]:
+    """The sm_90a PTX for `ptx` (an sm_100-family module) and its call sites. The library is merged into the
+    module's text, or, `linked`, only declared (the module is then assembled with `-c` and linked with the
+    library's cubin: ptxas no longer reassembles the whole library with every module)."""
     text = strip_comments(ptx)
     if not _TARGET.search(text):
         target = re.search(r"^\s*\.target\s+(\S+)", text, flags=re.M)
@@ -457,4 +517,4 @@ def rewrite(ptx: str, library_ptx: str) -> tuple[str, list[Site]]:
     left = re.search(r"\btcgen05\.[\w:.]*", text)
     if left:
         raise CannotEmulate(f"`{left.group(0)}` was not recognised by the rewriter")
-    return _merge_library(text, library_ptx), sites
+    return (_declare_library if linked else _merge_library)(text, library_ptx), sites

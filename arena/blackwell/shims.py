@@ -20,8 +20,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from arena.blackwell import toolchain  # noqa: E402
-from arena.blackwell.ptx_rewrite import CannotEmulate, rewrite  # noqa: E402
+from arena.blackwell import shared_window, toolchain  # noqa: E402
+from arena.blackwell.ptx_rewrite import CannotEmulate, register_cap, rewrite  # noqa: E402
 
 _BLACKWELL = re.compile(r"sm_1[0-2]\d[af]?$")
 _ARCH_FLAG = re.compile(r"^(-gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code)(=.*)?$")
@@ -86,8 +86,11 @@ def ptxas(args: list[str]) -> int:
         return fail(rejected)
     with open(source) as f:
         text = f.read()
+    # A relocatable build (-c: nvcc -rdc) gets the library merged into its text; any other is assembled alone
+    # and linked with the library's cubin, assembled once per register cap instead of with every module.
+    relocatable = any(a in ("-c", "--compile-only") for a in args)
     try:
-        new, sites = rewrite(text, toolchain.library_ptx())
+        new, sites = rewrite(text, toolchain.library_ptx(), linked=not relocatable)
     except CannotEmulate as error:
         return fail(f"cannot emulate {error}")
     rewritten = source + ".sm90a.ptx"
@@ -101,12 +104,68 @@ def ptxas(args: list[str]) -> int:
     args[sources[0]] = rewritten
     for at, _ in archs:
         args[at] = _retarget(args[at])
-    done = subprocess.run([real] + args, capture_output=True, text=True)
-    sys.stdout.write(done.stdout)
+    if relocatable:
+        done = subprocess.run([real] + args, capture_output=True, text=True)
+        sys.stdout.write(done.stdout)
+        if done.returncode != 0:
+            return fail(explain_ptxas_error(done.stderr, new))
+        sys.stderr.write(done.stderr)
+        return 0
+    return _assemble_and_link(real, args, new)
+
+
+def _output_position(args: list[str]) -> int | None:
+    for i, arg in enumerate(args[:-1]):
+        if arg in ("-o", "--output-file"):
+            return i + 1
+    return None
+
+
+def _assemble_and_link(real: str, args: list[str], ptx: str) -> int:
+    """ptxas -c on the rewritten module, then nvlink with the library's cubin into the output ptxas was asked
+    for. ptxas's -v report is passed on with each kernel's registers as linked (its own and the library's)."""
+    at = _output_position(args)
+    output = args[at] if at is not None else "elf.o"        # ptxas's own default
+    relocatable = output + ".emu.o"
+    args = list(args)
+    if at is None:
+        args += ["-o", relocatable]
+    else:
+        args[at] = relocatable
+    done = subprocess.run([real, "-c"] + args, capture_output=True, text=True)
     if done.returncode != 0:
-        return fail(explain_ptxas_error(done.stderr, new))
-    sys.stderr.write(done.stderr)
+        sys.stdout.write(done.stdout)
+        return fail(explain_ptxas_error(done.stderr, ptx))
+    library = toolchain.library_cubin(register_cap(ptx, args))
+    try:
+        linked = subprocess.run([toolchain.real_tool("nvlink"), "-v", "-arch=sm_90a", relocatable, library,
+                                 "-o", output], capture_output=True, text=True)
+    finally:
+        os.remove(relocatable)
+    if linked.returncode != 0:
+        lines = [x.strip() for x in (linked.stderr + linked.stdout).splitlines() if "error" in x.lower()]
+        return fail(f"nvlink of the emulation library failed: {lines[0] if lines else 'no message'}")
+    # nvlink ends each kernel's static shared memory on 16 bytes; ptxas would have kept the alignment the
+    # module's dynamic window declares (1024 for swizzled TMA boxes), so the window starts where it would natively
+    shared_window.align_static_shared(output, shared_window.dynamic_shared_alignment(ptx))
+    registers = dict(re.findall(r"Function properties for '([^']+)':\s*\n[^\n]*?used (\d+) registers",
+                                linked.stdout + linked.stderr))
+    sys.stdout.write(_with_linked_registers(done.stdout, registers))
+    sys.stderr.write(_with_linked_registers(done.stderr, registers))
     return 0
+
+
+def _with_linked_registers(log: str, registers: dict[str, str]) -> str:
+    """ptxas's -v lines, each kernel's `Used N registers` replaced by its count after linking."""
+    out, current = [], None
+    for line in log.splitlines(keepends=True):
+        entry = re.search(r"Compiling entry function '([^']+)'", line)
+        if entry:
+            current = entry.group(1)
+        elif current in registers and re.search(r"Used \d+ registers", line):
+            line = re.sub(r"Used \d+ registers", f"Used {registers[current]} registers", line)
+        out.append(line)
+    return "".join(out)
 
 
 def _blackwell_ptxas_rejects(real: str, args: list[str]) -> str | None:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY_SOURCE = os.path.join(HERE, "tcgen05_library.cu")
@@ -91,6 +92,36 @@ def library_ptx() -> str:
         return f.read()
 
 
+def _assemble_library(work: str, cap: int, into: str) -> None:
+    partial = f"{into}.{os.getpid()}.tmp"
+    built = subprocess.run([real_tool("ptxas"), "-arch=sm_90a", "-c", "-O3", f"-maxrregcount={cap}",
+                            os.path.join(work, "library.ptx"), "-o", partial], capture_output=True, text=True)
+    if built.returncode != 0:
+        first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
+        raise ToolchainError(f"the tcgen05 emulation library did not assemble (at most {cap} registers): {first}")
+    os.replace(partial, into)
+
+
+def library_cubin(cap: int) -> str:
+    """The library assembled once for sm_90a as a relocatable cubin whose functions use at most `cap` registers
+    (ptx_rewrite.register_cap), for nvlink. Built on first use under a lock; where the emulation folder is
+    read-only, into a private temporary folder."""
+    work = workdir()
+    path = os.path.join(work, f"library.r{cap}.cubin")
+    if os.path.exists(path):
+        return path
+    try:
+        with open(path + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(path):
+                _assemble_library(work, cap, path)
+        return path
+    except OSError:         # a read-only folder (EROFS, EACCES)
+        private = os.path.join(tempfile.mkdtemp(prefix="nvfp4emu-"), os.path.basename(path))
+        _assemble_library(work, cap, private)
+        return private
+
+
 def _write(path: str, text: str, mode: int | None = None):
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
@@ -137,4 +168,5 @@ def _build_folder(work: str, cuda: str) -> None:
         first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
         raise ToolchainError(f"the tcgen05 emulation library did not build: {first}")
     os.replace(partial, os.path.join(work, "library.ptx"))
+    _assemble_library(work, 255, os.path.join(work, "library.r255.cubin"))      # the cap most kernels need
     _write(os.path.join(work, "ready"), "")

@@ -1,0 +1,56 @@
+"""Where a kernel's dynamic shared memory starts, once its module is linked with the emulation library.
+
+A kernel's dynamic shared memory begins where its static shared memory ends: the size of its `.nv.shared.<kernel>`
+section in the cubin. Assembled whole (ptxas without -c), a module that declares its dynamic window
+`.extern .shared .align 1024` (CUDA's `extern __shared__ __align__(1024)`, which 128-byte-swizzled TMA boxes need)
+gets every kernel's static section rounded up to that alignment. Assembled with -c and linked by nvlink, the
+alignment is lost (sections end on 16 bytes) and a TMA into the window faults with a misaligned address. This module
+finds the alignment in the PTX and rounds the linked cubin's sections up to it, as ptxas does.
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+from arena.blackwell.ptx_text import strip_comments
+
+_EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\s+\.align\s+(\d+)\b")
+_NOBITS = 8
+_DEFAULT_ALIGNMENT = 16      # what the window gets without a declared alignment
+
+
+def dynamic_shared_alignment(ptx: str) -> int:
+    """The largest alignment the module's `.extern .shared` declarations ask for (16 if none asks for more)."""
+    return max([_DEFAULT_ALIGNMENT] + [int(a) for a in _EXTERN_SHARED.findall(strip_comments(ptx))])
+
+
+def align_static_shared(cubin_path: str, alignment: int) -> list[tuple[str, int, int]]:
+    """Round every kernel's static shared section in the cubin (ELF64, little-endian) up to `alignment`, in place.
+    Returns (section, old size, new size) for each section changed."""
+    if alignment <= _DEFAULT_ALIGNMENT:
+        return []
+    with open(cubin_path, "rb") as f:
+        elf = bytearray(f.read())
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError(f"{cubin_path}: not a little-endian ELF64 cubin")
+    section_offset, = struct.unpack_from("<Q", elf, 0x28)
+    entry_size, count, names_index = struct.unpack_from("<HHH", elf, 0x3A)
+    names_at = struct.unpack_from("<Q", elf, section_offset + names_index * entry_size + 24)[0]
+    changed = []
+    for i in range(count):
+        header = section_offset + i * entry_size
+        name_at, kind = struct.unpack_from("<II", elf, header)
+        end = elf.index(0, names_at + name_at)
+        name = elf[names_at + name_at:end].decode("ascii", "replace")
+        if kind != _NOBITS or not name.startswith(".nv.shared.") or name.startswith(".nv.shared.reserved"):
+            continue
+        size, = struct.unpack_from("<Q", elf, header + 32)
+        align, = struct.unpack_from("<Q", elf, header + 48)
+        rounded = -(-size // alignment) * alignment
+        if rounded != size or align < alignment:
+            struct.pack_into("<Q", elf, header + 32, rounded)
+            struct.pack_into("<Q", elf, header + 48, max(align, alignment))
+            changed.append((name, size, rounded))
+    with open(cubin_path, "wb") as f:
+        f.write(elf)
+    return changed
