@@ -237,3 +237,16 @@ def test_the_window_alignment_is_the_largest_declared():
     from arena.blackwell.shared_window import dynamic_shared_alignment
     assert dynamic_shared_alignment(".extern .shared .align 16 .b8 a[];\n.extern .shared .align 1024 .b8 b[];") == 1024
     assert dynamic_shared_alignment("// .extern .shared .align 1024 .b8 a[];\n.shared .align 1024 .b8 s[64];") == 16
+
+
+def test_reads_of_an_over_aligned_window_are_rounded_and_other_uses_keep_the_merge():
+    from arena.blackwell.shared_window import align_window_references
+    module = ".extern .shared .align 1024 .b8 w[];\nmov.u32 %r1, w;\n@%p1 cvta.shared.u64 %rd1, w;\n"
+    rounded = align_window_references(module)
+    assert "add.u32 %emu_window, %emu_window, 1023; and.b32 %emu_window, %emu_window, 0xfffffc00; " \
+           "mov.b32 %r1, %emu_window;" in rounded
+    assert "@%p1 and.b64 %emu_window, %emu_window, 0xfffffffffffffc00; @%p1 cvta.shared.u64 %rd1, %emu_window;" \
+           in rounded
+    assert align_window_references(module + "ld.shared.u32 %r2, [w+16];\n") is None      # an address operand
+    plain = ".extern .shared .align 16 .b8 w[];\nld.shared.u32 %r2, [w+16];\n"
+    assert align_window_references(plain) == plain

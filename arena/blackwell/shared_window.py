@@ -5,7 +5,9 @@ section in the cubin. Assembled whole (ptxas without -c), a module that declares
 `.extern .shared .align 1024` (CUDA's `extern __shared__ __align__(1024)`, which 128-byte-swizzled TMA boxes need)
 gets every kernel's static section rounded up to that alignment. Assembled with -c and linked by nvlink, the
 alignment is lost (sections end on 16 bytes) and a TMA into the window faults with a misaligned address. This module
-finds the alignment in the PTX and rounds the linked cubin's sections up to it, as ptxas does.
+rounds the linked cubin's sections up to that alignment, as ptxas does, and makes the module's code take the
+window's address rounded up the same way (nvlink resolves the window's symbol to the unrounded end of the static
+section: the code's address and the driver's window must agree).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import struct
 from arena.blackwell.ptx_text import strip_comments
 
 _EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\s+\.align\s+(\d+)\b")
+_WINDOW = re.compile(r"\.extern\s+\.shared\s+\.align\s+(\d+)\s+\.\w+\s+([\w$]+)\s*\[\s*\]\s*;")
 _NOBITS = 8
 _DEFAULT_ALIGNMENT = 16      # what the window gets without a declared alignment
 
@@ -22,6 +25,32 @@ _DEFAULT_ALIGNMENT = 16      # what the window gets without a declared alignment
 def dynamic_shared_alignment(ptx: str) -> int:
     """The largest alignment the module's `.extern .shared` declarations ask for (16 if none asks for more)."""
     return max([_DEFAULT_ALIGNMENT] + [int(a) for a in _EXTERN_SHARED.findall(strip_comments(ptx))])
+
+
+def align_window_references(ptx: str) -> str | None:
+    """The module with each read of an over-aligned window's address (`mov.u32/u64 %r, window;`,
+    `cvta.shared.u64 %rd, window;`) rounded up to the window's alignment; None where the window is used in another
+    form (an address operand such as `[window+16]`), which the caller then assembles whole instead of linking."""
+    for m in _WINDOW.finditer(strip_comments(ptx)):
+        alignment, symbol = int(m.group(1)), m.group(2)
+        if alignment <= _DEFAULT_ALIGNMENT:
+            continue
+
+        def rounded(found: re.Match, alignment=alignment, symbol=symbol) -> str:
+            guard, bits, dst = found.group("guard") or "", found.group("bits"), found.group("dst")
+            temp, mask = "%emu_window", (1 << int(bits)) - alignment
+            last = "cvta.shared.u" if found.group("op").startswith("cvta") else "mov.b"
+            return (f"{{ .reg .b{bits} {temp}; {guard}mov.u{bits} {temp}, {symbol}; "
+                    f"{guard}add.u{bits} {temp}, {temp}, {alignment - 1}; {guard}and.b{bits} {temp}, {temp}, {mask:#x}; "
+                    f"{guard}{last}{bits} {dst}, {temp}; }}")
+
+        name = re.escape(symbol)
+        ptx = re.sub(rf"(?P<guard>@!?%[\w$]+\s+)?(?P<op>mov|cvta\.shared)\.[ub](?P<bits>32|64)\s+(?P<dst>%[\w$]+)\s*,"
+                     rf"\s*{name}\s*;", rounded, ptx)
+        uses = re.sub(rf"mov\.u(?:32|64) %emu_window, {name};", "", strip_comments(ptx))
+        if len(re.findall(rf"(?<![\w$]){name}(?![\w$])", uses)) > 1:     # more than its declaration
+            return None
+    return ptx
 
 
 def align_static_shared(cubin_path: str, alignment: int) -> list[tuple[str, int, int]]:

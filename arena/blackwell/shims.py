@@ -86,11 +86,15 @@ def ptxas(args: list[str]) -> int:
         return fail(rejected)
     with open(source) as f:
         text = f.read()
-    # A relocatable build (-c: nvcc -rdc) gets the library merged into its text; any other is assembled alone
-    # and linked with the library's cubin, assembled once per register cap instead of with every module.
+    # A module is assembled alone and linked with the library's cubin (assembled once per register cap) instead
+    # of reassembling the library with every module; the library is merged into the module's text where the build
+    # asks for relocatable code (-c: nvcc -rdc) or the module uses an over-aligned dynamic shared window in a form
+    # shared_window cannot round.
     relocatable = any(a in ("-c", "--compile-only") for a in args)
+    windowed = None if relocatable else shared_window.align_window_references(text)
+    linked = windowed is not None
     try:
-        new, sites = rewrite(text, toolchain.library_ptx(), linked=not relocatable)
+        new, sites = rewrite(windowed if linked else text, toolchain.library_ptx(), linked=linked)
     except CannotEmulate as error:
         return fail(f"cannot emulate {error}")
     rewritten = source + ".sm90a.ptx"
@@ -104,7 +108,7 @@ def ptxas(args: list[str]) -> int:
     args[sources[0]] = rewritten
     for at, _ in archs:
         args[at] = _retarget(args[at])
-    if relocatable:
+    if not linked:
         done = subprocess.run([real] + args, capture_output=True, text=True)
         sys.stdout.write(done.stdout)
         if done.returncode != 0:
@@ -146,7 +150,8 @@ def _assemble_and_link(real: str, args: list[str], ptx: str) -> int:
         lines = [x.strip() for x in (linked.stderr + linked.stdout).splitlines() if "error" in x.lower()]
         return fail(f"nvlink of the emulation library failed: {lines[0] if lines else 'no message'}")
     # nvlink ends each kernel's static shared memory on 16 bytes; ptxas would have kept the alignment the
-    # module's dynamic window declares (1024 for swizzled TMA boxes), so the window starts where it would natively
+    # module's dynamic window declares (1024 for swizzled TMA boxes): the sections are rounded up to it, where the
+    # module's code (align_window_references) puts the window
     shared_window.align_static_shared(output, shared_window.dynamic_shared_alignment(ptx))
     registers = dict(re.findall(r"Function properties for '([^']+)':\s*\n[^\n]*?used (\d+) registers",
                                 linked.stdout + linked.stderr))

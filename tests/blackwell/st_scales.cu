@@ -7,9 +7,9 @@
 //   2 early      thread 0 waits 200 us, then issues after its own tcgen05.wait::st alone: the stores came first
 //                (right values; no barrier orders them)
 //   3 mbarrier   warps 1-3 store, tcgen05.wait::st, then arrive on an mbarrier thread 0 waits on (correct)
-//   4 copy       thread 0 first copies zeros (tcgen05.cp, no commit) into the scale-factor columns, then every warp
-//                stores the real ones and a CTA barrier precedes the MMA: a B200 has run the copy long before the
-//                stores, so the stores' values stand (correct; nothing orders the copy before them)
+//   4 copy       thread 0 first copies zeros (tcgen05.cp, no commit) into the scale-factor columns, a CTA barrier,
+//                then every warp stores the real ones and a CTA barrier precedes the MMA: a B200 has run the copy
+//                long before the stores, so the stores' values stand (correct; no wait completes the copy first)
 // Operands: K-major, no swizzle, core matrices of 8 rows x 16 bytes (LBO = 128, SBO = 256). Scale factors: row r's
 // four e4m3 bytes (K blocks 0-3) in column base + r / 32, lane r % 32 of every quarter.
 #include <torch/extension.h>
@@ -67,6 +67,7 @@ __global__ void st_scales(const uint8_t* a, const uint8_t* b, const uint32_t* sf
     asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(t_sfa), "l"(dz) : "memory");
     asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(t_sfb), "l"(dz) : "memory");
   }
+  if (mode == 4) __syncthreads();      // the copies are issued before any warp stores (else a B200 races too)
   // 32x32b.x4: lane l of this warp's quarter, columns base .. base + 3 = rows l, 32 + l, 64 + l, 96 + l
   asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};"
                ::"r"(t_sfa + ((32 * w) << 16)), "r"(sfa[l]), "r"(sfa[32 + l]), "r"(sfa[64 + l]), "r"(sfa[96 + l]) : "memory");
