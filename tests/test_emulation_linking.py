@@ -250,3 +250,29 @@ def test_reads_of_an_over_aligned_window_are_rounded_and_other_uses_keep_the_mer
     assert align_window_references(module + "ld.shared.u32 %r2, [w+16];\n") is None      # an address operand
     plain = ".extern .shared .align 16 .b8 w[];\nld.shared.u32 %r2, [w+16];\n"
     assert align_window_references(plain) == plain
+
+
+@pytest.mark.slow
+def test_only_modules_built_through_the_nvcc_shim_are_linked(emulation_env, tmp_path):
+    """CuTe DSL and Triton run the ptxas shim themselves (one kernel a module): their modules keep the library
+    merged; nvcc's modules (the shim sets NVFP4EMU_LINK for its ptxas) are linked."""
+    cuobjdump = find_tool("cuobjdump")
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    source = tmp_path / "wide.cu"
+    source.write_text(LAUNCH_BOUNDED)
+    ptx = tmp_path / "wide.ptx"
+    subprocess.run([NVCC, "-arch=sm_100a", "-ptx", "-O3", str(source), "-o", str(ptx)], check=True,
+                   capture_output=True, timeout=300)
+    shim = os.path.join(emulation_env[toolchain.WORKDIR_ENV], "shims", "ptxas")
+    bindings: dict[str, bool] = {}
+    for how, extra in (("merged", {}), ("linked", {toolchain.LINK_ENV: "1"})):
+        env = {k: v for k, v in os.environ.items() if k != toolchain.LINK_ENV}
+        out = tmp_path / f"{how}.cubin"
+        done = subprocess.run([shim, "-arch=sm_100a", str(ptx), "-o", str(out)], env={**env, **extra},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-1000:]
+        listing = subprocess.run([cuobjdump, "-elf", str(out)], capture_output=True, text=True).stdout
+        # linked: the library's functions keep sections of their own; merged: ptxas folds them into the kernel's
+        bindings[how] = ".text.__nvfp4emu_alloc" in listing
+    assert bindings == {"merged": False, "linked": True}, bindings

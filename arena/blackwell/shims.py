@@ -48,6 +48,7 @@ def nvcc(args: list[str]) -> int:
     env = dict(os.environ)
     if out:
         env[toolchain.SITES_ENV] = os.path.abspath(out) + ".emu.json"
+    env[toolchain.LINK_ENV] = "1"
     command = [toolchain.private_nvcc(work), "-gencode=arch=compute_100a,code=sm_100a",
                "-include", toolchain.host_header()] + kept
     return subprocess.call(command, env=env)
@@ -86,12 +87,14 @@ def ptxas(args: list[str]) -> int:
         return fail(rejected)
     with open(source) as f:
         text = f.read()
-    # A module is assembled alone and linked with the library's cubin (assembled once per register cap) instead
-    # of reassembling the library with every module; the library is merged into the module's text where the build
-    # asks for relocatable code (-c: nvcc -rdc) or the module uses an over-aligned dynamic shared window in a form
-    # shared_window cannot round.
+    # A CUDA source's module (built through the nvcc shim) is assembled alone and linked with the library's cubin
+    # (assembled once per register cap) instead of reassembling the library with every module; the library is
+    # merged into the module's text where the build asks for relocatable code (-c: nvcc -rdc), where the module
+    # uses an over-aligned dynamic shared window in a form shared_window cannot round, and for CuTe DSL and Triton
+    # modules (one kernel each, quick to assemble; two public CuTe DSL GEMMs failed linked and passed merged).
     relocatable = any(a in ("-c", "--compile-only") for a in args)
-    windowed = None if relocatable else shared_window.align_window_references(text)
+    link = os.environ.get(toolchain.LINK_ENV) == "1" and not relocatable
+    windowed = shared_window.align_window_references(text) if link else None
     linked = windowed is not None
     try:
         new, sites = rewrite(windowed if linked else text, toolchain.library_ptx(), linked=linked)

@@ -21,6 +21,7 @@ HOST_HEADER = os.path.join(HERE, "emulation_host.h")
 WORKDIR_ENV = "NVFP4EMU_WORKDIR"
 CUDA_ENV = "NVFP4EMU_CUDA_HOME"
 SITES_ENV = "NVFP4EMU_SITES"
+LINK_ENV = "NVFP4EMU_LINK"         # set by the nvcc shim: its modules are linked with the library's cubin
 
 _PROFILE = """TOP              = {cuda}
 CICC_PATH        = $(TOP)/nvvm/bin
