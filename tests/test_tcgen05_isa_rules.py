@@ -382,3 +382,18 @@ def test_a_load_after_another_warps_dealloc_is_run_again_synchronously(monkeypat
     assert runtime.checked_call(recorder.call) == "result of call 2" and recorder.switches == [1, 0]
     warning = capsys.readouterr().err.strip()
     assert "another CTA has allocated since" in warning and "A race a B200 tolerates in practice" in warning
+
+
+def test_a_library_loaded_for_torch_ops_is_watched_like_a_module(monkeypatch):
+    """load_inline(..., is_python_module=False) returns the path of the library it loaded (kernels reached through
+    torch.ops, as a public GEMM of 14 kernels does): its record must be read after each call like a module's, or
+    the emulation's errors and work counts go unread (its predictions said "no tcgen05 MMA issued")."""
+    monkeypatch.setitem(runtime._state, "modules", [])
+
+    class Module:
+        __file__ = "/build/ext_a.so"
+
+    assert runtime._record("/build/ext_b.so") == "/build/ext_b.so"
+    runtime._record(Module)
+    runtime._record("/build/ext_b.so")
+    assert runtime._state["modules"] == ["/build/ext_b.so", "/build/ext_a.so"]

@@ -251,7 +251,9 @@ def _set_synchronous(on: int) -> None:
 
 
 def _record(module):
-    path = getattr(module, "__file__", None)
+    # load_inline/load return the module, or with is_python_module=False (kernels reached through torch.ops) the
+    # path of the library they loaded: either way its record holds the errors and work counts
+    path = module if isinstance(module, str) else getattr(module, "__file__", None)
     if path and path not in _state["modules"]:
         _state["modules"].append(path)
         if os.environ.get(SYNCHRONOUS_VARIABLE) == "1":
