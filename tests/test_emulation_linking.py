@@ -276,3 +276,25 @@ def test_only_modules_built_through_the_nvcc_shim_are_linked(emulation_env, tmp_
         # linked: the library's functions keep sections of their own; merged: ptxas folds them into the kernel's
         bindings[how] = ".text.__nvfp4emu_alloc" in listing
     assert bindings == {"merged": False, "linked": True}, bindings
+
+
+@pytest.mark.slow
+def test_a_failed_link_falls_back_to_the_merged_build(tmp_path, monkeypatch):
+    """A library cubin nvlink cannot read (here: garbage in place of the 64-register one): the module still
+    builds, with the library merged, and the build says why in one line."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    env = toolchain.prepare(str(tmp_path / "emu"))
+    work = env[toolchain.WORKDIR_ENV]
+    with open(os.path.join(work, "library.r64.cubin"), "wb") as f:
+        f.write(b"not a cubin")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    source = tmp_path / "wide.cu"
+    source.write_text(LAUNCH_BOUNDED)
+    done = subprocess.run([env["PYTORCH_NVCC"], "-arch=sm_100a", "-O3", "-cubin", str(source), "-o",
+                           str(tmp_path / "wide.cubin")], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-1500:]
+    notes = [x for x in done.stderr.splitlines() if "the linked emulation build did not work" in x]
+    assert len(notes) == 1 and "nvlink" in notes[0], done.stderr[-1500:]
+    assert (tmp_path / "wide.cubin").stat().st_size > 0

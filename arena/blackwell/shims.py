@@ -90,35 +90,50 @@ def ptxas(args: list[str]) -> int:
     # A CUDA source's module (built through the nvcc shim) is assembled alone and linked with the library's cubin
     # (assembled once per register cap) instead of reassembling the library with every module; the library is
     # merged into the module's text where the build asks for relocatable code (-c: nvcc -rdc), where the module
-    # uses an over-aligned dynamic shared window in a form shared_window cannot round, and for CuTe DSL and Triton
-    # modules (one kernel each, quick to assemble; two public CuTe DSL GEMMs failed linked and passed merged).
+    # uses an over-aligned dynamic shared window in a form shared_window cannot round, for CuTe DSL and Triton
+    # modules (one kernel each, quick to assemble; two public CuTe DSL GEMMs failed linked and passed merged), and
+    # where assembling alone or linking fails (the merged build then gives ptxas's own verdict).
     relocatable = any(a in ("-c", "--compile-only") for a in args)
-    link = os.environ.get(toolchain.LINK_ENV) == "1" and not relocatable
-    windowed = shared_window.align_window_references(text) if link else None
-    linked = windowed is not None
-    try:
-        new, sites = rewrite(windowed if linked else text, toolchain.library_ptx(), linked=linked)
-    except CannotEmulate as error:
-        return fail(f"cannot emulate {error}")
+    windowed = None
+    if os.environ.get(toolchain.LINK_ENV) == "1" and not relocatable:
+        windowed = shared_window.align_window_references(text)
+    for linked in ([True, False] if windowed is not None else [False]):
+        try:
+            new, sites = rewrite(windowed if linked else text, toolchain.library_ptx(), linked=linked)
+        except CannotEmulate as error:
+            return fail(f"cannot emulate {error}")
+        built = _rewritten_args(args, archs, sources[0], new, sites)
+        if not linked:
+            done = subprocess.run([real] + built, capture_output=True, text=True)
+            sys.stdout.write(done.stdout)
+            if done.returncode != 0:
+                return fail(explain_ptxas_error(done.stderr, new))
+            sys.stderr.write(done.stderr)
+            return 0
+        why = _assemble_and_link(real, built, new)
+        if why is None:
+            return 0
+        # not an "emulate-blackwell:" line: those name why a build failed, and the merged build may still succeed
+        print(f"note: the linked emulation build did not work ({why}); the library is merged instead", file=sys.stderr)
+    return 0
+
+
+def _rewritten_args(args: list[str], archs: list[tuple[int, str]], at: int, ptx: str, sites) -> list[str]:
+    """ptxas's arguments for the rewritten module (written beside the source, its call sites where the nvcc
+    shim asked), retargeted to sm_90a."""
+    source = args[at]
     rewritten = source + ".sm90a.ptx"
     with open(rewritten, "w") as f:
-        f.write(new)
+        f.write(ptx)
     sites_file = os.environ.get(toolchain.SITES_ENV)
     if sites_file:
         with open(sites_file, "w") as f:
             json.dump([{"site": s.number, "line": s.line, "instruction": s.instruction} for s in sites], f)
     args = list(args)
-    args[sources[0]] = rewritten
-    for at, _ in archs:
-        args[at] = _retarget(args[at])
-    if not linked:
-        done = subprocess.run([real] + args, capture_output=True, text=True)
-        sys.stdout.write(done.stdout)
-        if done.returncode != 0:
-            return fail(explain_ptxas_error(done.stderr, new))
-        sys.stderr.write(done.stderr)
-        return 0
-    return _assemble_and_link(real, args, new)
+    args[at] = rewritten
+    for position, _ in archs:
+        args[position] = _retarget(args[position])
+    return args
 
 
 def _output_position(args: list[str]) -> int | None:
@@ -128,9 +143,10 @@ def _output_position(args: list[str]) -> int | None:
     return None
 
 
-def _assemble_and_link(real: str, args: list[str], ptx: str) -> int:
+def _assemble_and_link(real: str, args: list[str], ptx: str) -> str | None:
     """ptxas -c on the rewritten module, then nvlink with the library's cubin into the output ptxas was asked
-    for. ptxas's -v report is passed on with each kernel's registers as linked (its own and the library's)."""
+    for; None when done, else why not (one line). ptxas's -v report is passed on with each kernel's registers as
+    linked (its own and the library's)."""
     at = _output_position(args)
     output = args[at] if at is not None else "elf.o"        # ptxas's own default
     relocatable = output + ".emu.o"
@@ -141,17 +157,18 @@ def _assemble_and_link(real: str, args: list[str], ptx: str) -> int:
         args[at] = relocatable
     done = subprocess.run([real, "-c"] + args, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.stdout.write(done.stdout)
-        return fail(explain_ptxas_error(done.stderr, ptx))
-    library = toolchain.library_cubin(register_cap(ptx, args))
+        return f"ptxas -c failed: {explain_ptxas_error(done.stderr, ptx)}"
     try:
+        library = toolchain.library_cubin(register_cap(ptx, args))
         linked = subprocess.run([toolchain.real_tool("nvlink"), "-v", "-arch=sm_90a", relocatable, library,
                                  "-o", output], capture_output=True, text=True)
+    except toolchain.ToolchainError as error:
+        return str(error)
     finally:
         os.remove(relocatable)
     if linked.returncode != 0:
         lines = [x.strip() for x in (linked.stderr + linked.stdout).splitlines() if "error" in x.lower()]
-        return fail(f"nvlink of the emulation library failed: {lines[0] if lines else 'no message'}")
+        return f"nvlink of the emulation library failed: {lines[0] if lines else 'no message'}"
     # nvlink ends each kernel's static shared memory on 16 bytes; ptxas would have kept the alignment the
     # module's dynamic window declares (1024 for swizzled TMA boxes): the sections are rounded up to it, where the
     # module's code (align_window_references) puts the window
@@ -160,7 +177,7 @@ def _assemble_and_link(real: str, args: list[str], ptx: str) -> int:
                                 linked.stdout + linked.stderr))
     sys.stdout.write(_with_linked_registers(done.stdout, registers))
     sys.stderr.write(_with_linked_registers(done.stderr, registers))
-    return 0
+    return None
 
 
 def _with_linked_registers(log: str, registers: dict[str, str]) -> str:
