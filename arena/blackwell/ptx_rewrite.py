@@ -1,5 +1,6 @@
 """Rewrite a module's sm_100a PTX so that it assembles for sm_90a: every tcgen05 instruction becomes a call
-of the emulation library (tcgen05_library.cu, merged into the module) or plain loads and stores.
+of the emulation library (tcgen05_library.cu, merged into the module or declared for nvlink) or plain loads and
+stores.
 
 Pure text in, text out: no GPU, no nvcc. `rewrite(ptx, library_ptx)` returns the new PTX and one `Site` per
 rewritten instruction (the library reports errors by site number). Anything it cannot emulate raises

@@ -4,7 +4,8 @@ writes one-line scripts that run `python3 shims.py TOOL ARGS...`):
 - nvcc: drops the build's own GPU-architecture flags, compiles device code for compute_100a (so
   `__CUDA_ARCH__` and the feature macros are Blackwell's), force-includes emulation_host.h, and runs the real
   nvcc through a private nvcc.profile whose PATH puts the two shims below first;
-- ptxas: for an sm_100-family target, rewrites the PTX (ptx_rewrite.py) and assembles it for sm_90a;
+- ptxas: for an sm_100-family target, rewrites the PTX (ptx_rewrite.py) and assembles it for sm_90a: alone and
+  linked with the library's cubin (nvcc's modules), or with the library merged into it;
 - fatbinary: labels the rewritten sm_90a images as such and drops Blackwell PTX images.
 Failures print one line starting with "emulate-blackwell:" and exit 1.
 """
@@ -97,24 +98,26 @@ def ptxas(args: list[str]) -> int:
     windowed = None
     if os.environ.get(toolchain.LINK_ENV) == "1" and not relocatable:
         windowed = shared_window.align_window_references(text)
-    for linked in ([True, False] if windowed is not None else [False]):
+    if windowed is not None:
         try:
-            new, sites = rewrite(windowed if linked else text, toolchain.library_ptx(), linked=linked)
+            new, sites = rewrite(windowed, toolchain.library_ptx(), linked=True)
         except CannotEmulate as error:
             return fail(f"cannot emulate {error}")
-        built = _rewritten_args(args, archs, sources[0], new, sites)
-        if not linked:
-            done = subprocess.run([real] + built, capture_output=True, text=True)
-            sys.stdout.write(done.stdout)
-            if done.returncode != 0:
-                return fail(explain_ptxas_error(done.stderr, new))
-            sys.stderr.write(done.stderr)
-            return 0
-        why = _assemble_and_link(real, built, new)
+        why = _assemble_and_link(real, _rewritten_args(args, archs, sources[0], new, sites), new)
         if why is None:
             return 0
         # not an "emulate-blackwell:" line: those name why a build failed, and the merged build may still succeed
         print(f"note: the linked emulation build did not work ({why}); the library is merged instead", file=sys.stderr)
+    try:
+        new, sites = rewrite(text, toolchain.library_ptx())
+    except CannotEmulate as error:
+        return fail(f"cannot emulate {error}")
+    done = subprocess.run([real] + _rewritten_args(args, archs, sources[0], new, sites), capture_output=True,
+                          text=True)
+    sys.stdout.write(done.stdout)
+    if done.returncode != 0:
+        return fail(explain_ptxas_error(done.stderr, new))
+    sys.stderr.write(done.stderr)
     return 0
 
 
@@ -172,7 +175,10 @@ def _assemble_and_link(real: str, args: list[str], ptx: str) -> str | None:
     # nvlink ends each kernel's static shared memory on 16 bytes; ptxas would have kept the alignment the
     # module's dynamic window declares (1024 for swizzled TMA boxes): the sections are rounded up to it, where the
     # module's code (align_window_references) puts the window
-    shared_window.align_static_shared(output, shared_window.dynamic_shared_alignment(ptx))
+    try:
+        shared_window.align_static_shared(output, shared_window.dynamic_shared_alignment(ptx))
+    except (OSError, ValueError) as error:
+        return f"the linked cubin's shared sections could not be aligned: {error}"
     registers = dict(re.findall(r"Function properties for '([^']+)':\s*\n[^\n]*?used (\d+) registers",
                                 linked.stdout + linked.stderr))
     sys.stdout.write(_with_linked_registers(done.stdout, registers))
