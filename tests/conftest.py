@@ -25,6 +25,25 @@ def hopper_gpu():
         pytest.skip("needs an sm_90 GPU")
 
 
+@pytest.fixture(scope="module")
+def emulation_env(tmp_path_factory):
+    """A fresh --emulate-blackwell build folder (its own library build) in the environment for one test module's
+    nvcc builds; skips where nvcc is missing."""
+    from arena.blackwell import toolchain
+    from arena.compile import find_tool
+    if find_tool("nvcc") is None:
+        pytest.skip("nvcc not found")
+    env = toolchain.prepare(str(tmp_path_factory.mktemp("emu")))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield env
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture
 def exploit_dir(tmp_path, monkeypatch):
     """Where exploits leave their marks: the one folder besides its home the jailed worker may write (its own

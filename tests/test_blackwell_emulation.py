@@ -29,21 +29,6 @@ NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 
 
-@pytest.fixture(scope="module")
-def emulation_env(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("nvcc not found")
-    env = toolchain.prepare(str(tmp_path_factory.mktemp("emu")))
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield env
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
 def _ptx(source: str, tmp_path, name="k") -> str:
     out = tmp_path / f"{name}.ptx"
     subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", source, "-o", str(out)],

@@ -394,24 +394,31 @@ def _check_bulk_write(m: re.Match, widths: dict[str, int], site: int) -> str:
     return e.text() + "\n\t" + m.group(0)
 
 
-def _merge_library(ptx: str, library_ptx: str) -> str:
-    """Insert the library's globals and functions after the module header; the module's own definition of
-    the state array (from emulation_host.h) moves up so the library can refer to it."""
-    lib = strip_comments(library_ptx)
-    lib = re.sub(r"^\s*\.(version|target|address_size)\b[^\n]*\n", "", lib, flags=re.M)
-    lib = re.sub(rf"^\s*\.extern\s+\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*\n", "", lib, flags=re.M)
-    lib = re.sub(r"^\.visible\s+", "", lib, flags=re.M)
+def _with_library_text(ptx: str, text: str, visible_state: bool) -> str:
+    """`text` (the library, or its declarations) inserted after the module header, behind the module's own
+    definition of the state array (from emulation_host.h; one is made where the module has none), which moves up
+    so the library can refer to it: `.visible` where the library is linked and must resolve it by name."""
+    visible = ".visible " if visible_state else ""
     state = re.search(rf"^[^\n]*\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*;[ \t]*\n", ptx, flags=re.M)
     if state:
         ptx = ptx[:state.start()] + ptx[state.end():]
-        state_line = state.group(0)
+        state_line = re.sub(r"^\s*(\.visible\s+)?", visible, state.group(0)) if visible_state else state.group(0)
     else:
-        state_line = f".global .align 4 .b8 {STATE_SYMBOL}[{4 * STATE_WORDS}];\n"
+        state_line = f"{visible}.global .align 4 .b8 {STATE_SYMBOL}[{4 * STATE_WORDS}];\n"
     header = re.search(r"^\s*\.address_size\s+\d+\s*\n", ptx, flags=re.M)
     if not header:
         raise CannotEmulate("the PTX has no .address_size directive")
     at = header.end()
-    return ptx[:at] + "\n" + state_line + lib + "\n// ---- end of nvfp4-arena emulation library\n" + ptx[at:]
+    return ptx[:at] + "\n" + state_line + text + ptx[at:]
+
+
+def _merge_library(ptx: str, library_ptx: str) -> str:
+    """The library's globals and functions inserted after the module header."""
+    lib = strip_comments(library_ptx)
+    lib = re.sub(r"^\s*\.(version|target|address_size)\b[^\n]*\n", "", lib, flags=re.M)
+    lib = re.sub(rf"^\s*\.extern\s+\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*\n", "", lib, flags=re.M)
+    lib = re.sub(r"^\.visible\s+", "", lib, flags=re.M)
+    return _with_library_text(ptx, lib + "\n// ---- end of nvfp4-arena emulation library\n", visible_state=False)
 
 
 _LIBRARY_GLOBAL = re.compile(r"^\.visible\s+(\.global\s+[^=;\[]*?)\s*(\[\d*\])?\s*(?:=[^;]*)?;", re.M)
@@ -419,25 +426,15 @@ _LIBRARY_FUNCTION = re.compile(r"^\.visible\s+\.func\b([^{;]*?)\s*\{", re.M)
 
 
 def _declare_library(ptx: str, library_ptx: str) -> str:
-    """Declare the library's globals and functions `.extern` after the module header, for a module that is
-    assembled alone and linked (nvlink) with the library's own cubin. The module's state array becomes `.visible`,
+    """The library's globals and functions declared `.extern` after the module header, for a module that is
+    assembled alone and linked (nvlink) with the library's own cubin; the module's state array becomes `.visible`,
     so the library's extern reference resolves to this module's copy."""
     lib = strip_comments(library_ptx)
     declarations = [f".extern {m.group(1)}{'[]' if m.group(2) else ''};\n" for m in _LIBRARY_GLOBAL.finditer(lib)
                     if not re.search(rf"\b{STATE_SYMBOL}\b", m.group(1))]
     declarations += [f".extern .func{m.group(1)};\n" for m in _LIBRARY_FUNCTION.finditer(lib)]
-    state = re.search(rf"^[^\n]*\.global[^\n]*\b{STATE_SYMBOL}\b[^\n]*;[ \t]*\n", ptx, flags=re.M)
-    if state:
-        ptx = ptx[:state.start()] + ptx[state.end():]
-        state_line = re.sub(r"^\s*(\.visible\s+)?", ".visible ", state.group(0))
-    else:
-        state_line = f".visible .global .align 4 .b8 {STATE_SYMBOL}[{4 * STATE_WORDS}];\n"
-    header = re.search(r"^\s*\.address_size\s+\d+\s*\n", ptx, flags=re.M)
-    if not header:
-        raise CannotEmulate("the PTX has no .address_size directive")
-    at = header.end()
-    return (ptx[:at] + "\n" + state_line + "".join(declarations) + "// ---- end of the emulation library's declarations\n"
-            + ptx[at:])
+    return _with_library_text(ptx, "".join(declarations) + "// ---- end of the emulation library's declarations\n",
+                              visible_state=True)
 
 
 # Registers a thread may hold, as ptxas allots them: 64K a multiprocessor, whole multiples of 8, at most 255.

@@ -93,13 +93,17 @@ def library_ptx() -> str:
         return f.read()
 
 
+def _first_error(stderr: str) -> str:
+    return next((x for x in stderr.splitlines() if "error" in x), stderr.strip()[:200])
+
+
 def _assemble_library(work: str, cap: int, into: str) -> None:
     partial = f"{into}.{os.getpid()}.tmp"
     built = subprocess.run([real_tool("ptxas"), "-arch=sm_90a", "-c", "-O3", f"-maxrregcount={cap}",
                             os.path.join(work, "library.ptx"), "-o", partial], capture_output=True, text=True)
     if built.returncode != 0:
-        first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
-        raise ToolchainError(f"the tcgen05 emulation library did not assemble (at most {cap} registers): {first}")
+        raise ToolchainError(f"the tcgen05 emulation library did not assemble (at most {cap} registers): "
+                             f"{_first_error(built.stderr)}")
     os.replace(partial, into)
 
 
@@ -166,8 +170,7 @@ def _build_folder(work: str, cuda: str) -> None:
     built = subprocess.run([os.path.join(cuda, "bin", "nvcc"), "-arch=sm_90a", "-rdc=true", "-ptx", "-O3",
                             LIBRARY_SOURCE, "-o", partial], capture_output=True, text=True)
     if built.returncode != 0:
-        first = next((x for x in built.stderr.splitlines() if "error" in x), built.stderr.strip()[:200])
-        raise ToolchainError(f"the tcgen05 emulation library did not build: {first}")
+        raise ToolchainError(f"the tcgen05 emulation library did not build: {_first_error(built.stderr)}")
     os.replace(partial, os.path.join(work, "library.ptx"))
     _assemble_library(work, 255, os.path.join(work, "library.r255.cubin"))      # the cap most kernels need
     _write(os.path.join(work, "ready"), "")
