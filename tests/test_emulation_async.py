@@ -201,3 +201,15 @@ def test_a_store_over_an_earlier_uncommitted_copy_keeps_its_values(order, warnin
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["right"] == [True] * 4 and not got["error"], got
     assert (warning in got["warning"]) if warning else not got["warning"], got
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_takes_column_0_without_reading_alloc_runs_as_on_a_b200(hopper_gpu):
+    """On a Hopper GPU (bench/emulation/tmem_base_check.py, tests/blackwell/tmem_base_zero.cu): one CTA per SM,
+    256 columns each, column 0 used and freed without reading tcgen05.alloc's result. Every CTA must read its own
+    values back with no emulation error: a CTA that starts while its predecessor's columns are in their grace
+    waits for column 0 instead of taking 256."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "tmem_base_check.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["right"] == got["ctas"] and not got["error"], got

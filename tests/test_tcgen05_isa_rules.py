@@ -288,6 +288,29 @@ def test_an_alloc_count_a_b200_takes_warns_and_one_outside_the_tensor_memory_fai
     assert line.startswith("emulated tcgen05 warning: tcgen05.alloc of 136 columns") and "allocates 256" in line
 
 
+def test_alloc_takes_the_lowest_free_columns_and_waits_out_their_grace_rather_than_take_higher_ones(
+        tmp_path_factory):
+    """A B200 hands out the lowest free columns: vyomakesh0728's GEMM runs one CTA per SM, allocates 256 columns,
+    uses and frees column 0 without reading alloc's result, and passed on a B200. Columns another CTA freed just
+    before stay in a grace period; a new CTA that took 256..511 meanwhile failed there with "dealloc of address 0x0
+    ... this CTA did not allocate them". Masks: bit g = 32-column granule g."""
+    exe = _host_program(tmp_path_factory, ALLOC, "alloc_pick")
+    cases = [  # (free, settled, granules needed) -> first granule, or -1 = wait
+        (0xFFFF, 0xFFFF, 8, 0),       # all free: column 0
+        (0xFFFF, 0xFF00, 8, -1),      # 0..255 just freed by another CTA, 256..511 settled: wait for 0..255
+        (0xFF00, 0xFF00, 8, 8),       # 0..255 held: 256..511
+        (0xFF00, 0x0000, 8, -1),      # 256..511 free but in its grace: wait
+        (0x0000, 0xFFFF, 8, -1),      # nothing free: wait
+        (0xFFFE, 0xFFFF, 1, 1),       # 32 columns, granule 0 held: the next one
+        (0xFFFE, 0xFFFF, 2, 2),       # runs are aligned to their size
+        (0xFFFF, 0xFFFF, 16, 0),      # all 512
+        (0x7FFF, 0xFFFF, 16, -1),
+    ]
+    out = subprocess.run([exe], input="".join(f"pick {f:x} {s:x} {n}\n" for f, s, n, _ in cases),
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert [int(line.split("->")[1]) for line in out.splitlines()] == [want for *_, want in cases]
+
+
 SDESC = os.path.join(ROOT, "tests", "blackwell", "sdesc_rules.cu")
 
 

@@ -322,7 +322,8 @@ static __host__ __device__ __forceinline__ uint32_t emu_alloc_verdict(uint32_t n
   return emu_valid_cols(n) ? (uint32_t)E_NONE : n >= 32u && n <= 512u ? (uint32_t)W_ALLOC_NCOLS : (uint32_t)E_ALLOC_NCOLS;
 }
 
-// Columns another CTA freed within the last EMU_FREED_GRACE_NS are not handed out yet. That CTA's other warps may
+// Columns another CTA freed within the last EMU_FREED_GRACE_NS are not handed out yet (alloc waits for them rather
+// than take higher ones: see emu_alloc_pick). That CTA's other warps may
 // still have loads of them to do (a dealloc with no barrier after them): on a B200 those loads finish within a
 // few microseconds, long before a new owner has written the columns, but emulated warps are slower and
 // scheduled otherwise, so without the grace the emulation would fail a race the hardware does not show. A load
@@ -336,6 +337,20 @@ static __device__ __forceinline__ bool emu_settled(uint32_t granule, unsigned lo
   const unsigned long long by = ((volatile unsigned long long*)__nvfp4emu_freed_by)[granule];
   const unsigned long long grace = emu_synchronous() ? EMU_FREED_GRACE_SYNCHRONOUS_NS : EMU_FREED_GRACE_NS;
   return by == 0ull || by == me || now > ((volatile unsigned long long*)__nvfp4emu_freed_at)[granule] + grace;
+}
+
+// Where alloc takes `need` granules of an SM: the lowest aligned run of free granules, as a B200 hands them out
+// (kernels that run one CTA per SM read column 0 without reading alloc's result, and passed on B200s). `free`
+// and `settled` have bit g set for a granule no CTA holds and one past another CTA's grace. Returns the first
+// granule, or -1 to wait: none free, or the lowest free run still in its grace (a higher run is not taken
+// instead, which would move such a kernel off column 0).
+static __host__ __device__ __forceinline__ int emu_alloc_pick(uint32_t free, uint32_t settled, uint32_t need) {
+  const uint32_t run = (1u << need) - 1u;   // need <= EMU_GRANULES = 16
+  for (uint32_t g = 0; g + need <= EMU_GRANULES; g += need) {
+    if (((free >> g) & run) != run) continue;
+    return ((settled >> g) & run) == run ? (int)g : -1;
+  }
+  return -1;
 }
 
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
@@ -361,14 +376,13 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
     for (;;) {
       while (atomicCAS(&__nvfp4emu_lock[sm], 0, 1) != 0) {}
       __threadfence();
-      int found = -1;
       const unsigned long long now = emu_now();
-      for (uint32_t g = 0; g + need <= EMU_GRANULES && found < 0; g += need) {  // aligned to the request
-        bool free_run = true;
-        for (uint32_t i = 0; i < need; ++i) free_run &= (((volatile unsigned long long*)owner)[g + i] == 0ull) &&
-                                                          emu_settled(sm * EMU_GRANULES + g + i, me, now);
-        if (free_run) found = (int)g;
+      uint32_t free = 0u, settled = 0u;
+      for (uint32_t g = 0; g < EMU_GRANULES; ++g) {
+        free |= (((volatile unsigned long long*)owner)[g] == 0ull ? 1u : 0u) << g;
+        settled |= (emu_settled(sm * EMU_GRANULES + g, me, now) ? 1u : 0u) << g;
       }
+      const int found = emu_alloc_pick(free, settled, need);
       if (found >= 0) {
         for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
         __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;

@@ -23,6 +23,11 @@ emulation__st_order() {   # tcgen05.st of scale factors by four warps vs one war
     return "${PIPESTATUS[0]}"
 }
 
+emulation__tmem_base() {   # one CTA per SM using tensor memory from column 0 without reading alloc's result
+    python3 bench/emulation/tmem_base_check.py 2>&1 | grep -v Warning | tail -3
+    return "${PIPESTATUS[0]}"
+}
+
 emulation__exact() {    # the shipped sm_100a path bit for bit, tests and benchmarks, in one process
     python3 bench/emulation/blackwell_emulation_exact.py --bench 2>&1 | tail -15
 }
