@@ -29,12 +29,12 @@ SMS = 148                       # streaming multiprocessors of a B200 (torch.cud
 DRAM_BYTES_PER_US = 5914.8e9 / 1e6
 MMA_PER_SM_PER_US = 5797e12 / 2 / SMS / 1e6      # multiply-adds per SM per µs (block-scaled FP4)
 
-# ---- Fitted on the first half of bench/prediction/calibration.tsv (bench/prediction/fit.py prints them)
+# ---- Fitted on the first half of bench/prediction/calibration.tsv (`bench/prediction/calibrate.py fit` prints them)
 CALL_US = 8.0                   # the competition's per-call cost: Python, the launches, the first wave's start
-CTA_FILL_US = 4.0               # a CTA's pipeline fill (first loads from DRAM) and its epilogue
-TMA_BYTES_PER_SM_PER_US = 50e3   # what one SM's TMA loads sustain from L2 (bytes per µs)
-ROUND_TRIP_US = 0.5            # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
-RANGE = (0.81, 9.78)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+CTA_FILL_US = 2.0               # a CTA's pipeline fill (first loads from DRAM) and its epilogue
+TMA_BYTES_PER_SM_PER_US = 150e3  # what one SM's TMA loads sustain from L2 (bytes per µs)
+ROUND_TRIP_US = 0.7             # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
+RANGE = (0.76, 7.13)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 # torch._scaled_mm (cuBLASLt's NVFP4 GEMM) on a B200, per benchmark shape: gau-nernst/gpu-mode-kernels
 # nvidia/nvfp4_gemm/README.md (the `torch._scaled_mm` submission) and nvidia/nvfp4_dual_gemm/README.md (the
