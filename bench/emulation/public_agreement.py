@@ -10,7 +10,7 @@ and its benchmark shapes (checked, not timed): most B200 evidence is the runner'
 every benchmark shape ("failed testing"). `judged_on: benchmarks` limits a file to them (a B200 run of the
 benchmarks alone, with no test run known). Prints one row per file: its verdict here
 (pass, fail, build_fail, cannot judge, timed out), the B200's, whether they agree, the seconds to the worker's
-start (the build) and in all, and the first line that explains a verdict other than pass. Then the agreement on
+start (the build), of the cases after it and in all, and the first line that explains a verdict other than pass. Then the agreement on
 files with a known outcome, and the count of opaque device faults (a fault that is neither named by the
 emulation nor said to be beyond it), which must be zero. Writes DIR/agreement.tsv and each run's JSON and output.
 """
@@ -46,6 +46,7 @@ class Row:
     verdict: str = ""
     passed: str = ""
     build_s: float = 0.0
+    cases_s: float = 0.0
     total_s: float = 0.0
     why: str = ""
 
@@ -78,6 +79,13 @@ def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str
         return "cannot judge", score, " ".join(not_judged[0]["not_run"].split())[:300]
     warnings = sorted({w for c in cases for w in c.get("warnings", [])})
     return "pass", score, ("warning: " + warnings[0])[:300] if warnings else ""
+
+
+def times_of(report: dict | None) -> tuple[float, float]:
+    """(seconds to the worker's start, the build included; seconds of the cases after it) from a run's JSON, whose
+    `system.wall_s` holds them (0 where the run left no report)."""
+    wall = ((report or {}).get("system") or {}).get("wall_s") or {}
+    return float(wall.get("worker_start") or 0.0), float(sum(wall.get("cases") or []))
 
 
 def spec_name(problem: str, judged_on: str) -> str:
@@ -121,7 +129,7 @@ def run_one(entry: dict, gpu: str | None, limit: float, out: str) -> Row:
     with open(out_path, errors="replace") as f:
         output = f.read()
     row.verdict, row.passed, row.why = verdict_of(report, rc, output)
-    row.build_s = float(((report or {}).get("wall_s") or {}).get("worker_start") or 0.0)
+    row.build_s, row.cases_s = times_of(report)
     return row
 
 
@@ -150,11 +158,11 @@ def main() -> int:
         rows = list(pool.map(lambda ie: run_one(ie[1], gpus[ie[0] % len(gpus)], args.limit, args.out),
                              enumerate(entries)))
     rows.sort(key=lambda r: r.file)
-    print("| file | style | B200 | here | same? | cases | build s | total s | why |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| file | style | B200 | here | same? | cases | build s | cases s | total s | why |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.file} | {r.style} | {r.expected} | {r.verdict} | {r.same} | {r.passed} | {r.build_s:.0f} | "
-              f"{r.total_s:.0f} | {r.why.replace('|', '/')[:220]} |")
+              f"{r.cases_s:.0f} | {r.total_s:.0f} | {r.why.replace('|', '/')[:220]} |")
     known = [r for r in rows if r.expected != "unknown"]
     agree = sum(r.same == "yes" for r in known)
     unjudged = [r for r in rows if r.verdict == "cannot judge"]
@@ -162,12 +170,13 @@ def main() -> int:
     print(f"\nagreement: {agree} of {len(known)} files with a known B200 outcome "
           f"({100 * agree / max(1, len(known)):.0f} %); cannot judge: {len(unjudged)}; timed out: "
           f"{sum(r.verdict == 'timed out' for r in rows)}; opaque faults: {len(opaque)}; "
-          f"files: {len(rows)}; slowest: {max((r.total_s for r in rows), default=0):.0f} s")
+          f"files: {len(rows)}; slowest: {max((r.total_s for r in rows), default=0):.0f} s; cases after the build "
+          f"over 120 s: {sum(r.cases_s > 120 for r in rows)}")
     with open(os.path.join(args.out, "agreement.tsv"), "w") as f:
-        f.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\ttotal_s\twhy\n")
+        f.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\tcases_s\ttotal_s\twhy\n")
         for r in rows:
             f.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
-                    f"{r.total_s:.0f}\t{r.why}\n")
+                    f"{r.cases_s:.0f}\t{r.total_s:.0f}\t{r.why}\n")
     return 0
 
 

@@ -1,0 +1,31 @@
+"""bench/emulation/public_agreement.py reads each run's times from the evaluator's real JSON report: the build
+(seconds to the worker's start) and the cases after it, the measure of "a file's tests within 120 s"."""
+import importlib.util
+import os
+import sys
+
+from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file
+
+
+def _agreement():
+    path = os.path.join(ROOT, "bench", "emulation", "public_agreement.py")
+    spec = importlib.util.spec_from_file_location("public_agreement", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_build_and_case_seconds_come_from_a_real_report():
+    run = run_eval("test", spec_file(SMALL), "--submission", GOOD, json_report=True, timeout=300)
+    assert run.code == 0 and run.doc, run.stderr[-2000:]
+    build_s, cases_s = _agreement().times_of(run.doc)
+    wall = run.doc["system"]["wall_s"]
+    assert build_s == wall["worker_start"] > 0
+    assert len(wall["cases"]) == 2 and cases_s == sum(wall["cases"]) > 0
+    assert build_s + cases_s <= wall["total"] + 1e-6
+
+
+def test_a_run_that_left_no_report_has_no_times():
+    assert _agreement().times_of(None) == (0.0, 0.0)
+    assert _agreement().times_of({"cases": []}) == (0.0, 0.0)
