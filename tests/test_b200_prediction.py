@@ -167,3 +167,19 @@ def test_the_calibration_fit_reads_runs_and_reports_both_halves(tmp_path):
     kept = subprocess.run([sys.executable, script, "fit", str(tmp_path), "--constants"], capture_output=True,
                           text=True, timeout=120)
     assert kept.returncode == 0 and "fitted" not in kept.stdout
+
+
+def test_the_rank_correlation_gives_tied_values_their_mean_rank():
+    """Files with the same counts get the same prediction; Spearman's rho ranks ties by the mean of their ranks
+    (as scipy.stats.spearmanr), so the order files happen to be listed in cannot move the figure."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("calibrate", os.path.join(ROOT, "bench", "prediction",
+                                                                          "calibrate.py"))
+    calibrate = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = calibrate
+    spec.loader.exec_module(calibrate)
+    predicted, logged = [1.0, 1.0, 2.0, 3.0], [2.0, 1.0, 3.0, 4.0]
+    rho = calibrate.spearman(predicted, logged)
+    assert rho == pytest.approx(0.9486832980505138)            # scipy.stats.spearmanr on the same lists
+    assert calibrate.spearman(predicted, [1.0, 2.0, 3.0, 4.0]) == pytest.approx(rho)   # the tie's order: no matter
+    assert calibrate.spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)

@@ -179,11 +179,17 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     if len(xs) < 3:
         return None
 
-    def ranks(v):
-        order = sorted(range(len(v)), key=lambda i: v[i])
+    def ranks(v):   # tied values share the mean of their ranks (as scipy.stats.spearmanr): files with the same
+        order = sorted(range(len(v)), key=lambda i: v[i])      # counts get the same prediction, not an order
         r = [0.0] * len(v)
-        for rank, i in enumerate(order):
-            r[i] = float(rank)
+        start = 0
+        while start < len(order):
+            end = start
+            while end + 1 < len(order) and v[order[end + 1]] == v[order[start]]:
+                end += 1
+            for i in order[start:end + 1]:
+                r[i] = (start + end) / 2
+            start = end + 1
         return r
     rx, ry = ranks(xs), ranks(ys)
     mx, my = statistics.mean(rx), statistics.mean(ry)
