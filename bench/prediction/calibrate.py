@@ -7,12 +7,13 @@
 repository logged per benchmark shape; the files themselves stay outside git, under
 .public-blackwell/calibration/files/<id>.py (docs/b200_prediction.md says how to fetch them).
 
-`run` (on a Hopper GPU): `eval.py predict` on every file, N at once over the GPUs, each cut at --limit seconds;
+`run` (on a Hopper GPU): `eval.py predict` on every file, N at once over the GPUs, each cut at --limit seconds
+(the jIab-b/mlsys files allocate 40 GB at import: at most three a GPU, so N at most 3 per GPU for them);
 each run's JSON report (per case, the work counts of its emulated call) and its output's tail go to
 DIR/runs.jsonl, a line per file as it ends.
 
 `fit`: splits the files in two halves by a hash of their id (a file's shapes stay together), fits the model's
-three free constants (per-call cost, CTA fill, per-SM TMA rate) on the first half by a grid search over the
+four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half by a grid search over the
 median of |log(predicted / logged)|, and prints every file and shape with its prediction from those constants,
 then per half the median relative error and the Spearman rank correlation of the files' geometric means (per
 problem, and over all). With --constants as they stand in b200.py it checks them instead of fitting.
