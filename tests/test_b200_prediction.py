@@ -169,17 +169,45 @@ def test_the_calibration_fit_reads_runs_and_reports_both_halves(tmp_path):
     assert kept.returncode == 0 and "fitted" not in kept.stdout
 
 
-def test_the_rank_correlation_gives_tied_values_their_mean_rank():
-    """Files with the same counts get the same prediction; Spearman's rho ranks ties by the mean of their ranks
-    (as scipy.stats.spearmanr), so the order files happen to be listed in cannot move the figure."""
+def _calibrate():
     import importlib.util
     spec = importlib.util.spec_from_file_location("calibrate", os.path.join(ROOT, "bench", "prediction",
                                                                           "calibrate.py"))
     calibrate = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = calibrate
     spec.loader.exec_module(calibrate)
+    return calibrate
+
+
+def test_the_rank_correlation_gives_tied_values_their_mean_rank():
+    """Files with the same counts get the same prediction; Spearman's rho ranks ties by the mean of their ranks
+    (as scipy.stats.spearmanr), so the order files happen to be listed in cannot move the figure."""
+    calibrate = _calibrate()
     predicted, logged = [1.0, 1.0, 2.0, 3.0], [2.0, 1.0, 3.0, 4.0]
     rho = calibrate.spearman(predicted, logged)
     assert rho == pytest.approx(0.9486832980505138)            # scipy.stats.spearmanr on the same lists
     assert calibrate.spearman(predicted, [1.0, 2.0, 3.0, 4.0]) == pytest.approx(rho)   # the tie's order: no matter
     assert calibrate.spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+
+
+def test_no_gpu_holds_more_runs_than_its_slots_however_runs_end():
+    """calibrate.py run: the jIab-b/mlsys files allocate 40 GB at import, so a GPU takes at most --per-gpu runs at
+    once. Runs of uneven length end out of order; 12 runs, 6 at once, over 2 GPUs with 3 slots each."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    slots = _calibrate().gpu_slots(["0", "1"], 3)
+    held, most, lock = {"0": 0, "1": 0}, {"0": 0, "1": 0}, threading.Lock()
+
+    def one(i):
+        gpu = slots.get()
+        with lock:
+            held[gpu] += 1
+            most[gpu] = max(most[gpu], held[gpu])
+        time.sleep(0.01 * (i % 4))
+        with lock:
+            held[gpu] -= 1
+        slots.put(gpu)
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(one, range(12)))
+    assert most == {"0": 3, "1": 3} and held == {"0": 0, "1": 0}

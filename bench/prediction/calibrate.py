@@ -1,14 +1,15 @@
 """The B200 time model (arena/predict/b200.py) against public per-shape B200 times.
 
-    python3 bench/prediction/calibrate.py run [--jobs N] [--gpus 0,1] [--limit S] [--out DIR] [--kinds K,...]
+    python3 bench/prediction/calibrate.py run [--jobs N] [--gpus 0,1] [--per-gpu 3] [--limit S] [--out DIR]
+                                              [--kinds K,...] [--only ID ...] [--skip ID ...]
     python3 bench/prediction/calibrate.py fit DIR [DIR ...]      (no GPU needed)
 
 `calibration.tsv` (beside this file) names public submissions, each at a commit, with the B200 mean its own
 repository logged per benchmark shape; the files themselves stay outside git, under
 .public-blackwell/calibration/files/<id>.py (docs/b200_prediction.md says how to fetch them).
 
-`run` (on a Hopper GPU): `eval.py predict` on every file, N at once over the GPUs, each cut at --limit seconds
-(the jIab-b/mlsys files allocate 40 GB at import: at most three a GPU, so N at most 3 per GPU for them);
+`run` (on a Hopper GPU): `eval.py predict` on every file, N at once over the GPUs and at most --per-gpu (3) on
+one GPU (the jIab-b/mlsys files allocate 40 GB at import), each cut at --limit seconds;
 each run's JSON report (per case, the work counts of its emulated call) and its output's tail go to
 DIR/runs.jsonl, a line per file as it ends.
 
@@ -27,6 +28,7 @@ import itertools
 import json
 import math
 import os
+import queue
 import statistics
 import subprocess
 import sys
@@ -68,6 +70,16 @@ def same_case(a: dict, b: dict) -> bool:
     return all(plain(a.get(k)) == plain(b.get(k)) for k in set(a) | set(b) if k != "seed")
 
 
+def gpu_slots(gpus: list[str], per_gpu: int) -> queue.Queue:
+    """`per_gpu` slots of each GPU: a run takes one for its whole length, so no GPU ever holds more than that
+    many runs (a GPU picked by the run's index would, once runs end out of order)."""
+    slots = queue.Queue()
+    for _ in range(per_gpu):
+        for gpu in gpus:
+            slots.put(gpu)
+    return slots
+
+
 def run(args) -> int:
     rows = read_table()
     kinds = set(args.kinds.split(",")) if args.kinds else None
@@ -78,16 +90,23 @@ def run(args) -> int:
             files.setdefault(row["id"], row["problem"])
     os.makedirs(args.out, exist_ok=True)
     gpus = args.gpus.split(",")
+    slots = gpu_slots(gpus, args.per_gpu)
     order = sorted(files)
 
     scratch = tempfile.mkdtemp(prefix="calibration-")
 
-    def one(i_name):
-        i, name = i_name
+    def one(name):
         path = os.path.join(FILES, name + ".py")
         if not os.path.isfile(path):
             return name, "missing", 0.0, None, ""
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)])
+        gpu = slots.get()
+        try:
+            return predict_one(name, path, gpu)
+        finally:
+            slots.put(gpu)
+
+    def predict_one(name, path, gpu):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
         start, report, output = time.monotonic(), None, ""
         json_path = os.path.join(scratch, name + ".json")
         try:
@@ -106,8 +125,9 @@ def run(args) -> int:
             pass
         return name, status, time.monotonic() - start, report, output[-3000:]
 
-    with ThreadPoolExecutor(args.jobs) as pool, open(os.path.join(args.out, "runs.jsonl"), "a") as runs:
-        for name, status, seconds, report, output in pool.map(one, enumerate(order)):
+    with ThreadPoolExecutor(min(args.jobs, len(gpus) * args.per_gpu)) as pool, \
+            open(os.path.join(args.out, "runs.jsonl"), "a") as runs:
+        for name, status, seconds, report, output in pool.map(one, order):
             # one line per file as it ends: a run cut off by its limit keeps every file finished before
             runs.write(json.dumps({"id": name, "status": status, "seconds": round(seconds, 1), "report": report,
                                    "output": output}) + "\n")
@@ -250,6 +270,8 @@ def main() -> int:
     r = sub.add_parser("run")
     r.add_argument("--jobs", type=int, default=8)
     r.add_argument("--gpus", default="0")
+    r.add_argument("--per-gpu", type=int, default=3, help="runs at once on one GPU at most (the jIab-b/mlsys files "
+                   "allocate 40 GB at import)")
     r.add_argument("--limit", type=int, default=400)
     r.add_argument("--out", default="out/prediction")
     r.add_argument("--kinds", default="", help="only files of these kinds (calibration.tsv's `kind`)")
