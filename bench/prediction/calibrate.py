@@ -14,10 +14,10 @@ each run's JSON report (per case, the work counts of its emulated call) and its 
 DIR/runs.jsonl, a line per file as it ends.
 
 `fit`: splits the files in two halves by a hash of their id (a file's shapes stay together), fits the model's
-four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half by a grid search over the
-median of |log(predicted / logged)|, and prints every file and shape with its prediction from those constants,
-then per half the median relative error and the Spearman rank correlation of the files' geometric means (per
-problem, and over all). With --constants as they stand in b200.py it checks them instead of fitting.
+four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half by a grid
+search over the median of |log(predicted / logged)|, and prints every file and shape with its prediction from
+those constants, then per half the median relative error and the Spearman rank correlation of the files'
+geometric means (per problem, and over all; tied values share their mean rank). With --constants as they stand in b200.py it checks them instead of fitting.
 """
 from __future__ import annotations
 
