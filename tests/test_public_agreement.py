@@ -1,7 +1,9 @@
 """bench/emulation/public_agreement.py reads each run's times from the evaluator's real JSON report: the build
 (seconds to the worker's start) and the cases after it, the measure of "a file's tests within 120 s"."""
 import importlib.util
+import json
 import os
+import subprocess
 import sys
 
 from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file
@@ -29,3 +31,16 @@ def test_the_build_and_case_seconds_come_from_a_real_report():
 def test_a_run_that_left_no_report_has_no_times():
     assert _agreement().times_of(None) == (0.0, 0.0)
     assert _agreement().times_of({"cases": []}) == (0.0, 0.0)
+
+
+def test_a_run_cut_by_the_limit_keeps_the_cases_it_finished(tmp_path):
+    """public_agreement cuts each file with `timeout` (here before the evaluator's own per-call limit); the
+    evaluator, ended by SIGTERM, still writes the cases that finished, and the row says how many passed."""
+    report = tmp_path / "report.json"
+    command = ["timeout", "25", sys.executable, "eval.py", "test", spec_file(SMALL), "-q", "--timeout", "300",
+               "--submission", os.path.join(ROOT, "tests", "submissions", "passes_then_hangs.py"), "--json", str(report)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 124, done.stdout[-2000:] + done.stderr[-2000:]
+    doc = json.loads(report.read_text())
+    verdict, cases, _ = _agreement().verdict_of(doc, done.returncode, done.stdout + done.stderr)
+    assert (verdict, cases) == ("timed out", "1/2")

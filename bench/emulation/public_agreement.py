@@ -59,8 +59,11 @@ class Row:
 
 def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str]:
     """(verdict, passed/total, the line that explains it)."""
-    if rc in (124, 137):
-        return "timed out", "", next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
+    if rc in (124, 137):   # the cases that finished before the cut, all passing (the first failure ends a run)
+        finished = (report or {}).get("cases") or []
+        score = (f"{sum(bool(c.get('passed')) for c in finished)}/{report.get('cases_total', len(finished))}"
+                 if finished else "")
+        return "timed out", score, next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
     cases = (report or {}).get("cases") or []
     if not cases:
         lines = [x.strip() for x in output.splitlines() if x.strip()]
