@@ -37,8 +37,9 @@ def test_a_run_cut_by_the_limit_keeps_the_cases_it_finished(tmp_path):
     """public_agreement cuts each file with `timeout` (here before the evaluator's own per-call limit); the
     evaluator, ended by SIGTERM, still writes the cases that finished, and the row says how many passed."""
     report = tmp_path / "report.json"
+    submission = os.path.join(ROOT, "tests", "submissions", "passes_then_hangs.py")
     command = ["timeout", "25", sys.executable, "eval.py", "test", spec_file(SMALL), "-q", "--timeout", "300",
-               "--submission", os.path.join(ROOT, "tests", "submissions", "passes_then_hangs.py"), "--json", str(report)]
+               "--submission", submission, "--json", str(report)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 124, done.stdout[-2000:] + done.stderr[-2000:]
     doc = json.loads(report.read_text())
