@@ -13,6 +13,7 @@ from arena.predict import b200
 from arena.report.exit_codes import EXIT_USAGE
 from arena.report.results import CaseResult
 from arena.report.terminal import json_doc, popcorn_lines
+from tests.fileload import load_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM = {"m": 128, "n": 7168, "k": 16384, "l": 1}
@@ -170,13 +171,7 @@ def test_the_calibration_fit_reads_runs_and_reports_both_halves(tmp_path):
 
 
 def _calibrate():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("calibrate", os.path.join(ROOT, "bench", "prediction",
-                                                                          "calibrate.py"))
-    calibrate = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = calibrate
-    spec.loader.exec_module(calibrate)
-    return calibrate
+    return load_file(os.path.join(ROOT, "bench", "prediction", "calibrate.py"), "calibrate")
 
 
 def test_the_rank_correlation_gives_tied_values_their_mean_rank():

@@ -8,7 +8,6 @@
 - The ld/st offset table the rewriter relies on is the same for every thread of the warp.
 The GPU half (the shipped sm_100a kernel and the public submissions through eval.py) is `bash bench/run_gpu.sh emulation`.
 """
-import importlib.util
 import json
 import os
 import re
@@ -20,6 +19,7 @@ import pytest
 from arena.blackwell import ptx_rewrite, runtime, toolchain
 from arena.blackwell.ptx_rewrite import CannotEmulate, rewrite
 from arena.compile import find_tool
+from tests.fileload import load_file
 
 pytestmark = pytest.mark.slow     # nvcc builds and real evaluations: `pytest -m slow`
 
@@ -463,11 +463,7 @@ def test_ld_st_offsets_are_the_same_for_every_thread_and_cover_the_block_once(sh
 def _ld_st_check():
     """bench/emulation/ld_st_tables_check.py: the ld/st expectations derived from CUTLASS's encoding of the PTX
     ISA's fragment figures (not from the library's table)."""
-    spec = importlib.util.spec_from_file_location("ld_st_tables_check", os.path.join(
-        ROOT, "bench", "emulation", "ld_st_tables_check.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(os.path.join(ROOT, "bench", "emulation", "ld_st_tables_check.py"), "ld_st_tables_check")
 
 
 # CUTLASS include/cute/atom/copy_traits_sm100.hpp, Copy_Traits<SM100_TMEM_LOAD_*>::DstLayout (flattened): the

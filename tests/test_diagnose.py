@@ -3,7 +3,6 @@
 Unit tests call the diagnostics directly on tensors (fast); a few end-to-end runs of eval.py as a real
 subprocess check that the diagnosis reaches the human and JSON reports and never the POPCORN lines.
 """
-import importlib.util
 import json
 import os
 import sys
@@ -23,16 +22,13 @@ from arena import diagnose as D  # noqa: E402
 from arena.nvfp4.layouts import to_permuted  # noqa: E402
 from arena.taskdef.nested import clone_data  # noqa: E402
 from tests.evalrun import run_eval
+from tests.fileload import load_file
 
 SQUARE = dict(m=256, n=256, k=512, l=1, seed=3)
 
 
 def load(path: str):
-    name = "sub_" + os.path.basename(path)[:-3]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, "sub_" + os.path.basename(path)[:-3])
 
 
 def broken(name: str):

@@ -1,7 +1,6 @@
 """Group GEMM diagnosis (arena/diagnose/groups.py, the guard-row probe): each group bug in tests/broken/group_*.py
 is named, honest group submissions stay quiet. Unit tests call the diagnosis on tensors; end-to-end runs of
 eval.py as a real subprocess check the reports and the probe through the real worker."""
-import importlib.util
 import os
 import sys
 
@@ -18,6 +17,7 @@ for path in (ROOT, BROKEN):
 from arena.diagnose import diagnose_groups, explain_failure, is_group_contract  # noqa: E402
 from arena.taskdef.nested import clone_data, copy_storages  # noqa: E402
 from tests.evalrun import run_eval, spec_file  # noqa: E402
+from tests.fileload import load_file  # noqa: E402
 from tests.taskload import task_reference  # noqa: E402
 
 pytestmark = pytest.mark.slow     # real group GEMM evaluations: `pytest -m slow`
@@ -25,13 +25,6 @@ pytestmark = pytest.mark.slow     # real group GEMM evaluations: `pytest -m slow
 SAME_SHAPES = dict(m=[128, 96, 64, 128], n=[256] * 4, k=[256] * 4, g=4, seed=5)
 MIXED = dict(m=[40, 56, 384, 512], n=[512, 384, 256, 128], k=[256] * 4, g=4, seed=1111)
 TAILS = dict(m=[200, 72, 128], n=[256, 128, 384], k=[256, 512, 256], g=3, seed=7)
-
-
-def load(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +37,7 @@ def reference():
 
 def run_case(reference, name: str, args: dict):
     data = reference.generate_input(**args)
-    out = load(os.path.join(BROKEN, name + ".py"), "sub_" + name).custom_kernel(clone_data(data))
+    out = load_file(os.path.join(BROKEN, name + ".py"), "sub_" + name).custom_kernel(clone_data(data))
     good, _ = reference.check_implementation(data, out)
     return good, explain_failure(reference, data, out, lambda: reference.generate_input(**args))
 
@@ -86,7 +79,7 @@ def test_a_wrong_group_gets_its_own_anatomy_and_tile_map(reference):
 @pytest.mark.parametrize("args", [SAME_SHAPES, MIXED, TAILS])
 def test_honest_group_outputs_pass_and_get_no_diagnosis(reference, name, args):
     data = reference.generate_input(**args)
-    out = load(os.path.join(BROKEN, name + ".py"), "sub_" + name).custom_kernel(clone_data(data))
+    out = load_file(os.path.join(BROKEN, name + ".py"), "sub_" + name).custom_kernel(clone_data(data))
     assert reference.check_implementation(data, out) == (True, "")
     expected = reference.ref_kernel(clone_data(reference.generate_input(**args)))
     assert diagnose_groups(data, out, expected) is None

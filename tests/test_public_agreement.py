@@ -1,21 +1,16 @@
 """bench/emulation/public_agreement.py reads each run's times from the evaluator's real JSON report: the build
 (seconds to the worker's start) and the cases after it, the measure of "a file's tests within 120 s"."""
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 from tests.evalrun import GOOD, ROOT, SMALL, run_eval, spec_file
+from tests.fileload import load_file
 
 
 def _agreement():
-    path = os.path.join(ROOT, "bench", "emulation", "public_agreement.py")
-    spec = importlib.util.spec_from_file_location("public_agreement", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module     # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_file(os.path.join(ROOT, "bench", "emulation", "public_agreement.py"), "public_agreement")
 
 
 def test_the_build_and_case_seconds_come_from_a_real_report():

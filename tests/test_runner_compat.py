@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.evalrun import ROOT
+from tests.fileload import load_file
 
 pytestmark = pytest.mark.slow     # every mode from a flat folder, as the official runner writes it: `pytest -m slow`
 
@@ -126,10 +127,7 @@ def test_a_rerun_in_the_same_folder_uses_the_new_files(tmp_path):
 def test_the_manifests_are_generated_and_a_new_module_needs_no_yaml_edit(tmp_path, monkeypatch):
     """tasks/manifests.py writes the engine's entries of every task.yml from arena/; --check fails, naming the
     file, when one is stale (a module added without running it)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("manifests", Path(ROOT) / "tasks" / "manifests.py")
-    manifests = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(manifests)
+    manifests = load_file(str(Path(ROOT) / "tasks" / "manifests.py"), "manifests")
     assert manifests.main(["manifests.py", "--check"]) == 0
     root = tmp_path / "repo"
     (root / "arena" / "sub").mkdir(parents=True)
