@@ -60,16 +60,14 @@ class Row:
 
 def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str]:
     """(verdict, passed/total, the line that explains it)."""
-    if rc in (124, 137):   # the cases that finished before the cut, all passing (the first failure ends a run)
-        finished = (report or {}).get("cases") or []
-        score = (f"{sum(bool(c.get('passed')) for c in finished)}/{report.get('cases_total', len(finished))}"
-                 if finished else "")
-        return "timed out", score, next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
     cases = (report or {}).get("cases") or []
+    passed = sum(bool(c.get("passed")) for c in cases)
+    if rc in (124, 137):   # how many of the cases that finished before the cut passed
+        score = f"{passed}/{report.get('cases_total', len(cases))}" if cases else ""
+        return "timed out", score, next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
     if not cases:
         lines = [x.strip() for x in output.splitlines() if x.strip()]
         return "fail", "", (lines[-1] if lines else f"no report (rc {rc})")[:300]
-    passed = sum(bool(c.get("passed")) for c in cases)
     not_judged = [c for c in cases if c.get("not_run")]
     failed = [c for c in cases if not c.get("passed") and not c.get("not_run")]
     score = f"{passed}/{len(cases)}"
