@@ -203,13 +203,29 @@ def test_a_store_over_an_earlier_uncommitted_copy_keeps_its_values(order, warnin
     assert (warning in got["warning"]) if warning else not got["warning"], got
 
 
+def _alloc_check(kernel: str) -> dict:
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "alloc_check.py"), kernel],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.gpu
 def test_a_kernel_that_takes_column_0_without_reading_alloc_runs_as_on_a_b200(hopper_gpu):
-    """On a Hopper GPU (bench/emulation/tmem_base_check.py, tests/blackwell/tmem_base_zero.cu): one CTA per SM,
+    """On a Hopper GPU (bench/emulation/alloc_check.py, tests/blackwell/tmem_base_zero.cu): one CTA per SM,
     256 columns each, column 0 used and freed without reading tcgen05.alloc's result. Every CTA must read its own
     values back with no emulation error: a CTA that starts while its predecessor's columns are in their grace
     waits for column 0 instead of taking 256."""
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "tmem_base_check.py")],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = _alloc_check("base_zero")
     assert got["right"] == got["ctas"] and not got["error"], got
+
+
+@pytest.mark.gpu
+def test_cta_s_that_each_hold_columns_and_wait_for_more_are_named_a_deadlock_and_the_call_ends(hopper_gpu):
+    """tests/blackwell/alloc_deadlock.cu: 8 CTAs per SM each allocate 256 columns, then 32 more. Two of them hold
+    all 512 and wait for more, which a B200 never serves (jIab-b's gemv @fe09570 allocates 128, 128, 32 and 32
+    per CTA, and its B200 run timed out). The emulation must say so in one line and let the call end; without
+    the second alloc the CTAs only wait for each other's columns, and none is named."""
+    got = _alloc_check("deadlock")
+    assert "can never be served" in got["error"] and "deadlock" in got["error"] and "\n" not in got["error"], got
+    waits = _alloc_check("waits")
+    assert waits["right"] == waits["ctas"] and not waits["error"], waits

@@ -311,6 +311,30 @@ def test_alloc_takes_the_lowest_free_columns_and_waits_out_their_grace_rather_th
     assert [int(line.split("->")[1]) for line in out.splitlines()] == [want for *_, want in cases]
 
 
+def test_alloc_names_a_deadlock_only_when_every_holder_waits_and_no_request_fits(tmp_path_factory):
+    """tcgen05.alloc blocks until its columns are free. When every CTA that holds an SM's tensor memory is itself
+    waiting in alloc and no waiter's request fits, none will ever free any: jIab-b's gemv @fe09570 allocates 128,
+    128, 32 and 32 columns per CTA with many CTAs per SM, and its B200 run timed out. Owners: one CTA tag per
+    32-column granule; waiters: tag and granules asked for."""
+    exe = _host_program(tmp_path_factory, ALLOC, "alloc_deadlock")
+    two_hold_all = ",".join(["1"] * 8 + ["2"] * 8)
+    cases = [  # (owners, waiters) -> deadlock
+        (two_hold_all, "1:1,2:1", 1),                 # both holders wait for 32 more
+        (two_hold_all, "1:1,2:1,3:8", 1),             # and a third CTA waits for its first 256
+        (two_hold_all, "2:1,3:8", 0),                 # CTA 1 holds and does not wait: it will free
+        (two_hold_all, "-", 0),                       # nobody waits
+        (two_hold_all, "1:1,2:0", 0),                 # a waiter's request not yet known: not stuck
+        (",".join(["1"] * 8 + ["0"] * 8), "1:1,3:16", 0),   # CTA 1's 32 fit in the free half
+        (",".join(["1"] * 8 + ["0"] * 8), "1:16", 1),       # 512 never fit beside its own 256
+        (",".join(["0"] * 16), "3:16", 0),            # all free
+    ]
+    out = subprocess.run([exe], input="".join(f"deadlock {o} {w}\n" for o, w, _ in cases),
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert [int(line.split("->")[1]) for line in out.splitlines()] == [want for *_, want in cases]
+    line = runtime.describe([library_error_codes()["E_ALLOC_DEADLOCK"], 3, 32, 7, 0, 0, 0, 0], {3: "tcgen05.alloc..."})
+    assert "tcgen05.alloc of 32 columns on SM 7 can never be served" in line and "\n" not in line
+
+
 SDESC = os.path.join(ROOT, "tests", "blackwell", "sdesc_rules.cu")
 
 

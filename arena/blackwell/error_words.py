@@ -12,6 +12,10 @@ MESSAGES = {
         "counts in public kernels, and the emulation allocates {b}: what a B200 allocates instead is not documented",
     3: "tcgen05.alloc of {a} columns waited on SM {b} while its tensor memory went unused for 2 s: its columns "
        "are held by a CTA that never ran tcgen05.dealloc (the columns were taken back)",
+    11: "tcgen05.alloc of {a} columns on SM {b} can never be served: every CTA holding this SM's tensor memory is "
+        "itself waiting in tcgen05.alloc, so none will free any (a deadlock: a B200 waits here until the run is "
+        "killed). Take all of a CTA's columns in one tcgen05.alloc, or let fewer CTAs share an SM; this CTA went "
+        "on without the columns",
     4: "tcgen05.dealloc of address {a:#x}, {b} columns: this CTA did not allocate them",
     5: "tcgen05.dealloc of address {a:#x}, {b} columns: not an allocation's start and size",
     6: "columns {a}..{a}+{b} of tensor memory are not allocated to this CTA",

@@ -41,6 +41,10 @@ __device__ unsigned long long __nvfp4emu_freed_at[EMU_MAX_SM * EMU_GRANULES];   
 __device__ int __nvfp4emu_lock[EMU_MAX_SM];
 __device__ unsigned long long __nvfp4emu_touched[EMU_MAX_SM];   // globaltimer of the last use of the SM's TMEM
 __device__ uint32_t __nvfp4emu_dummy[EMU_LANES * EMU_COLS];
+// CTAs waiting in tcgen05.alloc, per SM (a CTA's tag, 0 = free slot) and the granules each asks for.
+#define EMU_ALLOC_WAITERS 32
+__device__ unsigned long long __nvfp4emu_alloc_waiter[EMU_MAX_SM * EMU_ALLOC_WAITERS];
+__device__ uint32_t __nvfp4emu_alloc_need[EMU_MAX_SM * EMU_ALLOC_WAITERS];
 }
 
 // One queued asynchronous operation (mma, cp) or commit. A CTA's queue is the slot of the first 32-column
@@ -115,7 +119,7 @@ static __device__ __forceinline__ void emu_ldpend_set(uint32_t i, uint32_t site,
 enum : uint32_t {
   E_NONE = 0,
   E_TOO_MANY_SMS = 1, E_ALLOC_NCOLS, E_ALLOC_TIMEOUT, E_DEALLOC_NOT_OWNED, E_DEALLOC_ARGS, E_NOT_ALLOCATED,
-  E_LANE_QUARTER, E_LANE_RANGE, E_COL_RANGE, E_NOT_CONVERGED,
+  E_LANE_QUARTER, E_LANE_RANGE, E_COL_RANGE, E_NOT_CONVERGED, E_ALLOC_DEADLOCK,
   E_IDESC_RESERVED = 20, E_IDESC_SPARSE, E_IDESC_TYPE, E_IDESC_SHAPE, E_IDESC_SFID, E_IDESC_K96,
   E_IDESC_TRANSPOSE, E_IDESC_DTYPE, E_SCALE_TYPE, E_SCALE_ALIGN, E_IDESC_N, E_IDESC_M64, E_IDESC_MXF4_MAJOR,
   E_SDESC_VERSION = 40, E_SDESC_SWIZZLE, E_SDESC_BASE_OFFSET, E_SDESC_LBO_MODE,
@@ -353,6 +357,52 @@ static __host__ __device__ __forceinline__ int emu_alloc_pick(uint32_t free, uin
   return -1;
 }
 
+// A deadlock of tcgen05.alloc on one SM: some CTA waits, no waiter's request fits in the free granules (those in
+// another CTA's grace count as free: they come free by themselves), and every CTA holding granules is itself one
+// of the waiters, so none will ever free any. A B200 waits there until the run is killed. `owner`: the SM's 16
+// granules; `waiter`, `need`: EMU_ALLOC_WAITERS slots (tag 0 = empty; need 0 = not yet known, which never
+// counts as stuck).
+static __host__ __device__ bool emu_alloc_deadlocked(const volatile unsigned long long* owner,
+                                                     const volatile unsigned long long* waiter,
+                                                     const volatile uint32_t* need) {
+  uint32_t free = 0u;
+  for (uint32_t g = 0; g < EMU_GRANULES; ++g) free |= (owner[g] == 0ull ? 1u : 0u) << g;
+  bool waits = false;
+  for (uint32_t w = 0; w < EMU_ALLOC_WAITERS; ++w) {
+    if (waiter[w] == 0ull) continue;
+    waits = true;
+    const uint32_t n = need[w];
+    if (n == 0u || emu_alloc_pick(free, free, n) >= 0) return false;
+  }
+  if (!waits) return false;
+  for (uint32_t g = 0; g < EMU_GRANULES; ++g) {
+    if (owner[g] == 0ull) continue;
+    bool waiting = false;
+    for (uint32_t w = 0; w < EMU_ALLOC_WAITERS && !waiting; ++w) waiting = waiter[w] == owner[g];
+    if (!waiting) return false;
+  }
+  return true;
+}
+
+// This CTA's slot among the SM's alloc waiters (-1 when all are taken: it then never sees a deadlock).
+static __device__ int emu_alloc_wait_begin(uint32_t sm, unsigned long long me, uint32_t need) {
+  for (uint32_t w = 0; w < EMU_ALLOC_WAITERS; ++w) {
+    const uint32_t i = sm * EMU_ALLOC_WAITERS + w;
+    if (atomicCAS(&__nvfp4emu_alloc_waiter[i], 0ull, me) == 0ull) {
+      *(volatile uint32_t*)&__nvfp4emu_alloc_need[i] = need;
+      __threadfence();
+      return (int)i;
+    }
+  }
+  return -1;
+}
+static __device__ void emu_alloc_wait_end(int slot) {
+  if (slot < 0) return;
+  *(volatile uint32_t*)&__nvfp4emu_alloc_need[slot] = 0u;
+  __threadfence();
+  atomicExch(&__nvfp4emu_alloc_waiter[slot], 0ull);
+}
+
 extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t dst_smem, uint32_t ncols) {
   // .sync.aligned: every lane of the warp executes it (the ISA's rule), so the library waits for all 32 even
   // where the warp runs in two groups (a lane that completed queued operations in a wait loop comes late).
@@ -370,6 +420,9 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
     unsigned long long* owner = __nvfp4emu_owner + sm * EMU_GRANULES;
     const unsigned long long t0 = emu_now();
     bool stole = false;
+    int slot = -1;                       // among the SM's alloc waiters, from the first failed try
+    unsigned long long stuck_since = 0ull;
+    uint32_t stuck_polls = 0;
     unsigned long long last_touched = 0ull;
     uint32_t polls = 0;   // since the SM's tensor memory was last used: time-slicing with other processes can
                           // stop this CTA and the holder together for seconds, so 2 s of clock alone is not enough
@@ -383,6 +436,14 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
         settled |= (emu_settled(sm * EMU_GRANULES + g, me, now) ? 1u : 0u) << g;
       }
       const int found = emu_alloc_pick(free, settled, need);
+      // A deadlock stands once it has held for 20 ms and 1000 polls (a waiter's request or a holder that
+      // just registered can lag a poll behind).
+      const bool stuck = found < 0 && slot >= 0 &&
+          emu_alloc_deadlocked(owner, __nvfp4emu_alloc_waiter + sm * EMU_ALLOC_WAITERS,
+                               __nvfp4emu_alloc_need + sm * EMU_ALLOC_WAITERS);
+      if (!stuck) stuck_since = 0ull, stuck_polls = 0u;
+      else if (stuck_since == 0ull) stuck_since = now;
+      const bool deadlocked = stuck && ++stuck_polls > 1000u && now - stuck_since > 20000000ull;
       if (found >= 0) {
         for (uint32_t i = 0; i < need; ++i) owner[found + i] = me;
         __nvfp4emu_qhead[sm * EMU_GRANULES + found] = __nvfp4emu_qtail[sm * EMU_GRANULES + found] = 0u;
@@ -392,6 +453,12 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       __threadfence();
       atomicExch(&__nvfp4emu_lock[sm], 0);
       if (found >= 0) { start = (uint32_t)found * 32u; break; }
+      if (deadlocked) {   // the CTA goes on without columns (column 512: every use is refused), so the call ends
+        emu_fail(E_ALLOC_DEADLOCK, site, ncols, sm);
+        start = EMU_COLS;
+        break;
+      }
+      if (slot < 0) slot = emu_alloc_wait_begin(sm, me, need);
       // Columns held by a CTA that never deallocated: 2 s in which nothing used this SM's tensor memory, over
       // 200000 polls. (A holder still at work touches it with every emulated mma/cp/ld/st and every failed
       // mbarrier wait, however slow the emulation.)
@@ -408,9 +475,11 @@ extern "C" __device__ __noinline__ void __nvfp4emu_alloc(uint32_t site, uint32_t
       }
       __nanosleep(1000);
     }
+    emu_alloc_wait_end(slot);
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(dst_smem), "r"(start) : "memory");  // lane 0, column start
   }
   start = __shfl_sync(mask, start, emu_leader(mask));
+  if (start >= EMU_COLS) { __syncwarp(mask); return; }   // after a deadlock: nothing to poison
   // Poison the new columns (real TMEM is not zeroed): a kernel that reads before writing sees NaN.
   const uint32_t sm = emu_smid() < EMU_MAX_SM ? emu_smid() : 0u;
   uint32_t* base = emu_tmem_sm(sm);

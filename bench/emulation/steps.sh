@@ -23,8 +23,8 @@ emulation__st_order() {   # tcgen05.st of scale factors by four warps vs one war
     return "${PIPESTATUS[0]}"
 }
 
-emulation__tmem_base() {   # one CTA per SM using tensor memory from column 0 without reading alloc's result
-    python3 bench/emulation/tmem_base_check.py 2>&1 | grep -v Warning | tail -3
+emulation__alloc() {   # alloc: column 0 without reading the result (one CTA per SM); a deadlock named; contended waits
+    python3 bench/emulation/alloc_check.py 2>&1 | grep -v Warning | tail -3
     return "${PIPESTATUS[0]}"
 }
 

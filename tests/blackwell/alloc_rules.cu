@@ -3,6 +3,8 @@
 // the CPU. Reads lines from stdin:
 //   "<count>"                        prints "<count> -> <verdict code> <columns taken>"
 //   "pick <free> <settled> <need>"   (masks in hex, one bit per 32-column granule) prints "pick -> <granule or -1>"
+//   "deadlock <owners> <waiters>"    owners: 16 comma-separated CTA tags, one per granule (0 = free); waiters:
+//                                    comma-separated tag:granules pairs ("-" for none); prints "deadlock -> 0|1"
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +18,24 @@ int main() {
       unsigned free_mask, settled, need;
       if (std::scanf("%x %x %u", &free_mask, &settled, &need) != 3) return 1;
       std::printf("pick -> %d\n", emu_alloc_pick(free_mask, settled, need));
+    } else if (std::strcmp(word, "deadlock") == 0) {
+      char owners_text[256], waiters_text[512];
+      if (std::scanf("%255s %511s", owners_text, waiters_text) != 2) return 1;
+      unsigned long long owner[EMU_GRANULES] = {0}, waiter[EMU_ALLOC_WAITERS] = {0};
+      uint32_t need[EMU_ALLOC_WAITERS] = {0};
+      char* p = owners_text;
+      for (int g = 0; g < EMU_GRANULES && *p; ++g) {
+        owner[g] = std::strtoull(p, &p, 10);
+        if (*p == ',') ++p;
+      }
+      p = waiters_text;
+      for (int w = 0; w < EMU_ALLOC_WAITERS && *p && *p != '-'; ++w) {
+        waiter[w] = std::strtoull(p, &p, 10);
+        if (*p == ':') ++p;
+        need[w] = (uint32_t)std::strtoul(p, &p, 10);
+        if (*p == ',') ++p;
+      }
+      std::printf("deadlock -> %d\n", emu_alloc_deadlocked(owner, waiter, need) ? 1 : 0);
     } else {
       const unsigned n = (unsigned)std::strtoul(word, nullptr, 10);
       std::printf("%u -> %u %u\n", n, emu_alloc_verdict(n), emu_alloc_size(n));
