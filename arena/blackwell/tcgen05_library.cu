@@ -74,6 +74,12 @@ __device__ unsigned int __nvfp4emu_qserving[EMU_MAX_SM * EMU_GRANULES];
 // load is finished by tcgen05.wait::ld or by the first use of one of its registers (the register dependence
 // orders it; NVIDIA's CuTe DSL examples rely on that and never wait).
 __device__ uint32_t __nvfp4emu_ldpend[EMU_MAX_SM * EMU_GRANULES * 32 * 4];
+// An MMA being completed, shared out by columns among the CTA's threads that wait meanwhile (in an mbarrier wait
+// or for the queue's lock): one thread alone took about 1 us per accumulator cell. Per queue: the claim word
+// (the CTA's key << 32 | columns << 16 | next column), the columns finished, and the operation.
+__device__ unsigned long long __nvfp4emu_share_claim[EMU_MAX_SM * EMU_GRANULES];
+__device__ uint32_t __nvfp4emu_share_done[EMU_MAX_SM * EMU_GRANULES];
+__device__ EmuOp __nvfp4emu_share_op[EMU_MAX_SM * EMU_GRANULES];
 }
 // Ordering of tcgen05.st before another warp's MMA, one record per hardware warp slot of an SM (%warpid): the
 // warp's stores since its last barrier operation (its CTA, its warp in the CTA, the site of the latest store,
@@ -586,9 +592,11 @@ static __device__ int emu_queue_of(uint32_t sm) {
     if (*(volatile unsigned long long*)&__nvfp4emu_owner[sm * EMU_GRANULES + g] == me) return (int)(sm * EMU_GRANULES + g);
   return -1;
 }
+static __device__ bool emu_help(int q);   // works on the MMA the lock's holder shares out (after the mma section)
 static __device__ __forceinline__ void emu_qlock(int q) {
   const unsigned int ticket = atomicAdd(&__nvfp4emu_qticket[q], 1u);
-  while (*(volatile unsigned int*)&__nvfp4emu_qserving[q] != ticket) __nanosleep(100);
+  while (*(volatile unsigned int*)&__nvfp4emu_qserving[q] != ticket)
+    if (!emu_help(q)) __nanosleep(100);
   __threadfence();
 }
 // The lock when nobody holds it or waits for it; false otherwise.
@@ -632,11 +640,11 @@ static __device__ void emu_operand_range(const EmuSDesc& d, uint32_t rows, uint3
   }
 }
 
-static __device__ void emu_run(const EmuOp& op);   // completes one operation (after the mma section)
+static __device__ void emu_run(const EmuOp& op, int q);   // completes one operation (after the mma section)
 
 // Complete entries [qhead, end) of queue q in order (the caller holds its lock).
 static __device__ void emu_run_until(int q, uint32_t end) {
-  for (uint32_t i = __nvfp4emu_qhead[q]; i != end; ++i) emu_run(emu_qop(q, i));
+  for (uint32_t i = __nvfp4emu_qhead[q]; i != end; ++i) emu_run(emu_qop(q, i), q);
   __nvfp4emu_qhead[q] = end;
   __threadfence();
 }
@@ -646,7 +654,7 @@ static __device__ void emu_run_until(int q, uint32_t end) {
 static __device__ void emu_issue(uint32_t site, const EmuOp& op) {
   const uint32_t sm = emu_sm_checked(site);
   const int q = emu_synchronous() ? -1 : emu_queue_of(sm);
-  if (q < 0) { emu_run(op); return; }
+  if (q < 0) { emu_run(op, -1); return; }
   emu_qlock(q);
   const uint32_t head = __nvfp4emu_qhead[q], tail = __nvfp4emu_qtail[q];
   if (tail - head >= EMU_QLEN) {
@@ -716,6 +724,7 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_wait_failed(uint32_t site
   *(volatile unsigned long long*)&__nvfp4emu_touched[sm] = emu_now();   // a CTA waiting here is alive
   const int q = emu_queue_of(sm);
   if (q < 0) return 0u;
+  if (emu_help(q)) return 0u;
   // Without the lock first: most failed waits are for a TMA or a thread's arrival, and the waiting threads must
   // not slow the one completing operations.
   bool wanted = false;
@@ -1113,33 +1122,23 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma(uint32_t site, uint32_t k
   emu_issue(site, op);
 }
 
-// Completion: the arithmetic, on the data as it is now (checked against the issue's hashes).
-static __device__ void emu_mma_run(const EmuOp& op) {
+// The arithmetic of accumulator columns [n0, n1) of an MMA, on the operands as they are now.
+static __device__ __noinline__ void emu_mma_columns(const EmuOp& op, uint32_t n0, uint32_t n1) {
   EmuMma m;
   emu_idesc(op.kind, op.idesc, op.vec, m);
-  const uint32_t site = op.site, accumulate = op.accumulate, a_in_tmem = op.a_in_tmem;
+  const uint32_t accumulate = op.accumulate, a_in_tmem = op.a_in_tmem;
   const EmuSDesc db = emu_sdesc(op.b);
   const EmuSDesc da = a_in_tmem ? db : emu_sdesc(op.a);
-  if (!emu_synchronous()) {
-    if (!a_in_tmem && emu_hash_rows(da, m.M, 2u) != op.hash_a) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 0u, da.start);
-    else if (emu_hash_rows(db, m.N, 2u) != op.hash_b) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 1u, db.start);
-  }
   uint32_t* tmem = emu_tmem_sm(emu_smid());
   uint32_t* D = tmem + (op.d_taddr & 0xFFFFu);
   const uint32_t* A_tmem = a_in_tmem ? tmem + ((uint32_t)op.a >> 16) * EMU_COLS + ((uint32_t)op.a & 0xFFFFu) : nullptr;
-  const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
-  if (m.scaled) {
-    SFA = tmem + (op.sfa & 0xFFFFu);
-    SFB = tmem + (op.sfb & 0xFFFFu);
-    const uint32_t nblk = m.K / m.sf_block;
-    emu_lint_quarters(SFA, m.M, 0u, site, nblk, m.sfa_id, op.thread);
-    emu_lint_quarters(SFB, m.N, 1u, site, nblk, m.sfb_id, op.thread);
-  }
+  const uint32_t* SFA = m.scaled ? tmem + (op.sfa & 0xFFFFu) : nullptr;
+  const uint32_t* SFB = m.scaled ? tmem + (op.sfb & 0xFFFFu) : nullptr;
   const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
 
   if (m.bits == 4u && !a_in_tmem) {  // mxf4 / mxf4nvf4, both operands in shared memory
     const uint32_t nblk = 64u / m.sf_block;
-    for (uint32_t n = 0; n < m.N; ++n) {
+    for (uint32_t n = n0; n < n1; ++n) {
       const uint4 b0 = emu_lds128(emu_kmajor_chunk(db, n, 0)), b1 = emu_lds128(emu_kmajor_chunk(db, n, 16));
       const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
       uint32_t bq[16];
@@ -1148,23 +1147,33 @@ static __device__ void emu_mma_run(const EmuOp& op) {
       float sb[4][4];   // [quarter of the accumulator row][K block]
       for (uint32_t q = 0; q < 4u; ++q)
         for (uint32_t j = 0; j < nblk; ++j) sb[q][j] = emu_scale(SFB, q, n, j, m.sfb_id, m);
-      for (uint32_t r = 0; r < m.M; ++r) {
-        const uint4 a0 = emu_lds128(emu_kmajor_chunk(da, r, 0)), a1 = emu_lds128(emu_kmajor_chunk(da, r, 16));
-        const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-        int part[4] = {0, 0, 0, 0};
+      // Four rows at a time: their accumulators and scales are read before any is written, so the loads overlap
+      // (M is 128 here). Each cell's arithmetic and its order are those of one row at a time.
+      for (uint32_t r0 = 0; r0 < m.M; r0 += 4u) {
+        float acc[4], sa[4][4];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {  // word i holds elements 8i .. 8i+7
-          const int blk = (8 * i) / (int)m.sf_block;
-          part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[i] & 0xFFFFu), (int)bq[2 * i], part[blk]);
-          part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[i] >> 16), (int)bq[2 * i + 1], part[blk]);
+        for (uint32_t i = 0; i < 4u; ++i) {
+          const uint32_t r = r0 + i;
+          acc[i] = accumulate ? __uint_as_float(D[r * EMU_COLS + n]) : 0.0f;
+          for (uint32_t j = 0; j < nblk; ++j) sa[i][j] = emu_scale(SFA, r / 32u, r, j, m.sfa_id, m);
         }
-        uint32_t* dc = D + r * EMU_COLS + n;
-        float acc = accumulate ? __uint_as_float(*dc) : 0.0f;
-        for (uint32_t j = 0; j < nblk; ++j) {
-          const float sc = emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * sb[r / 32u][j];
-          acc = fmaf(sign * (float)part[j] * 0.25f, sc, acc);
+#pragma unroll
+        for (uint32_t i = 0; i < 4u; ++i) {
+          const uint32_t r = r0 + i;
+          const uint4 a0 = emu_lds128(emu_kmajor_chunk(da, r, 0)), a1 = emu_lds128(emu_kmajor_chunk(da, r, 16));
+          const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+          int part[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (int w = 0; w < 8; ++w) {  // word w holds elements 8w .. 8w+7
+            const int blk = (8 * w) / (int)m.sf_block;
+            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] & 0xFFFFu), (int)bq[2 * w], part[blk]);
+            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] >> 16), (int)bq[2 * w + 1], part[blk]);
+          }
+          for (uint32_t j = 0; j < nblk; ++j)
+            acc[i] = fmaf(sign * (float)part[j] * 0.25f, sa[i][j] * sb[r / 32u][j], acc[i]);
         }
-        *dc = __float_as_uint(acc);
+#pragma unroll
+        for (uint32_t i = 0; i < 4u; ++i) D[(r0 + i) * EMU_COLS + n] = __float_as_uint(acc[i]);
       }
     }
     return;
@@ -1173,7 +1182,7 @@ static __device__ void emu_mma_run(const EmuOp& op) {
   // Generic path: every kind, A in shared or tensor memory (sub-byte f8f6f4 elements packed in shared memory,
   // one per byte in tensor memory).
   const uint32_t wa = emu_smem_width(m.kind, m.afmt, m.bits), wb = emu_smem_width(m.kind, m.bfmt, m.bits);
-  for (uint32_t n = 0; n < m.N; ++n) {
+  for (uint32_t n = n0; n < n1; ++n) {
     for (uint32_t r = 0; r < m.M; ++r) {
       uint32_t* dc = D + r * EMU_COLS + n;
       if (m.kind == K_I8) {
@@ -1212,6 +1221,86 @@ static __device__ void emu_mma_run(const EmuOp& op) {
   }
 }
 
+// ---- Sharing an MMA's columns. The thread completing the queue publishes the operation and claims columns one at
+// a time with the CTA's other waiting threads (emu_help), then waits until every claimed column is done. A
+// claim is a compare-and-swap of the whole claim word, so a thread claims only for its own CTA's operation: a
+// queue's slot passes to another CTA only after a dealloc.
+static __device__ __forceinline__ uint32_t emu_share_key() {
+  const unsigned long long tag = emu_my_tag();
+  return (uint32_t)(tag ^ (tag >> 32)) | 1u;
+}
+// The next column of the operation shared on queue q, or -1 when none is left (or it is another CTA's).
+static __device__ int emu_share_claim(int q, uint32_t key) {
+  unsigned long long c = *(volatile unsigned long long*)&__nvfp4emu_share_claim[q];
+  for (;;) {
+    if ((uint32_t)(c >> 32) != key || (c & 0xFFFFu) >= ((c >> 16) & 0xFFFFu)) return -1;
+    const unsigned long long seen = atomicCAS(&__nvfp4emu_share_claim[q], c, c + 1ull);
+    if (seen == c) return (int)(c & 0xFFFFu);
+    c = seen;
+  }
+}
+static __device__ EmuOp emu_share_op(int q) {
+  EmuOp op;
+  const volatile uint32_t* from = (const volatile uint32_t*)&__nvfp4emu_share_op[q];
+  uint32_t* to = (uint32_t*)&op;
+  for (uint32_t i = 0; i < sizeof(EmuOp) / 4u; ++i) to[i] = from[i];
+  return op;
+}
+static __device__ void emu_share_chunk(const EmuOp& op, int q, uint32_t chunk);   // (after the pair section)
+
+// A thread of this CTA waiting anyway: complete columns of the MMA shared on its queue. True when it did any.
+static __device__ bool emu_help(int q) {
+  const uint32_t key = emu_share_key();
+  int c = emu_share_claim(q, key);
+  if (c < 0) return false;
+  do {
+    __threadfence();
+    const EmuOp op = emu_share_op(q);     // read after each claim: the next claim may be of the next MMA
+    emu_share_chunk(op, q, (uint32_t)c);
+    __threadfence();
+    atomicAdd(&__nvfp4emu_share_done[q], 1u);
+    c = emu_share_claim(q, key);
+  } while (c >= 0);
+  return true;
+}
+
+// Publish `op` on queue q in `chunks` columns, complete what the CTA's waiting threads leave, and return once
+// every column is done (the caller holds the queue's lock).
+static __device__ void emu_share_run(const EmuOp& op, int q, uint32_t chunks) {
+  const uint32_t key = emu_share_key();
+  __nvfp4emu_share_op[q] = op;
+  *(volatile uint32_t*)&__nvfp4emu_share_done[q] = 0u;
+  __threadfence();
+  atomicExch(&__nvfp4emu_share_claim[q], ((unsigned long long)key << 32) | ((unsigned long long)chunks << 16));
+  uint32_t mine = 0u;
+  for (int c = emu_share_claim(q, key); c >= 0; c = emu_share_claim(q, key), ++mine) emu_share_chunk(op, q, (uint32_t)c);
+  if (mine) atomicAdd(&__nvfp4emu_share_done[q], mine);
+  while (*(volatile uint32_t*)&__nvfp4emu_share_done[q] < chunks) __nanosleep(64);
+  __threadfence();
+}
+
+// Completion: the checks (the shared-memory operands against the issue's hashes, the scale-factor copies), then
+// the arithmetic, its columns shared with the CTA's waiting threads when the operation is queued (q >= 0).
+static __device__ void emu_mma_run(const EmuOp& op, int q) {
+  EmuMma m;
+  emu_idesc(op.kind, op.idesc, op.vec, m);
+  const uint32_t site = op.site, a_in_tmem = op.a_in_tmem;
+  const EmuSDesc db = emu_sdesc(op.b);
+  const EmuSDesc da = a_in_tmem ? db : emu_sdesc(op.a);
+  if (!emu_synchronous()) {
+    if (!a_in_tmem && emu_hash_rows(da, m.M, 2u) != op.hash_a) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 0u, da.start);
+    else if (emu_hash_rows(db, m.N, 2u) != op.hash_b) emu_fail_by(op.thread, E_SMEM_CHANGED, site, 1u, db.start);
+  }
+  if (m.scaled) {
+    const uint32_t* tmem = emu_tmem_sm(emu_smid());
+    const uint32_t nblk = m.K / m.sf_block;
+    emu_lint_quarters(tmem + (op.sfa & 0xFFFFu), m.M, 0u, site, nblk, m.sfa_id, op.thread);
+    emu_lint_quarters(tmem + (op.sfb & 0xFFFFu), m.N, 1u, site, nblk, m.sfb_id, op.thread);
+  }
+  if (q < 0) emu_mma_columns(op, 0u, m.N);
+  else emu_share_run(op, q, m.N);
+}
+
 // ------------------------------------------------------------------------------------------- commit
 // The cluster-window address of shared address `addr`'s offset in the CTA of cluster rank `rank`.
 static __device__ __forceinline__ uint32_t emu_mapa(uint32_t addr, uint32_t rank) {
@@ -1247,13 +1336,13 @@ extern "C" __device__ __noinline__ void __nvfp4emu_commit(uint32_t site, uint32_
   }
 }
 
-static __device__ void emu_mma2_run(const EmuOp& op);   // CTA pairs (.cta_group::2), at the end of this file
+static __device__ void emu_mma2_run(const EmuOp& op, int q);   // CTA pairs (.cta_group::2), at the end of this file
 static __device__ void emu_cp2_run(const EmuOp& op);
-static __device__ void emu_run(const EmuOp& op) {
+static __device__ void emu_run(const EmuOp& op, int q) {
   switch (op.verb) {
-    case OP_MMA: emu_mma_run(op); break;
+    case OP_MMA: emu_mma_run(op, q); break;
     case OP_CP: emu_cp_run(op); break;
-    case OP_MMA2: emu_mma2_run(op); break;
+    case OP_MMA2: emu_mma2_run(op, q); break;
     case OP_CP2: emu_cp2_run(op); break;
     default: emu_arrive(op.mbar, op.kind, op.mask); break;
   }
@@ -1450,6 +1539,9 @@ static __device__ __forceinline__ uint32_t emu_raw_smem_at(const EmuSDesc& d, ui
 // This CTA's pair: SM, tag and column offset of each half (index = cluster rank & 1). False (and an error) when
 // the CTA holds no tensor memory from tcgen05.alloc.cta_group::2.
 struct EmuPair { uint32_t sm[2]; int delta[2]; unsigned long long tag[2]; uint32_t rank0; };
+extern "C" {
+__device__ EmuPair __nvfp4emu_share_pair[EMU_MAX_SM * EMU_GRANULES];   // the pair of a pair MMA being shared
+}
 static __device__ bool emu_pair_of(uint32_t site, EmuPair& p, uint32_t thread) {
   const uint32_t sm = emu_smid(), rank = emu_sreg_rank();
   const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
@@ -1597,71 +1689,132 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma2(uint32_t site, uint32_t 
   emu_issue(site, op);
 }
 
-// Completion (in the issuing thread, at the commit): both halves.
-static __device__ void emu_mma2_run(const EmuOp& op) {
+// The arithmetic of accumulator columns [n0, n1) of half h (cluster rank p.rank0 + h) of a pair MMA: A's rows
+// from that CTA's shared memory, B's row n from the CTA holding half n / (N/2) of B, through the cluster window.
+static __device__ __noinline__ void emu_mma2_columns(const EmuOp& op, const EmuPair& p, uint32_t h, uint32_t n0,
+                                                     uint32_t n1) {
+  EmuMma m;
+  emu_idesc2(op.kind, op.idesc, op.vec, m);
+  const EmuSDesc db = emu_sdesc(op.b);
+  const EmuSDesc da = op.a_in_tmem ? db : emu_sdesc(op.a);
+  const uint32_t wa = emu_smem_width(m.kind, m.afmt, m.bits), wb = emu_smem_width(m.kind, m.bfmt, m.bits);
+  const uint32_t half_n = m.N / 2u;
+  const uint32_t db_delta[2] = {emu_rank_delta(db.start, p.rank0), emu_rank_delta(db.start, p.rank0 + 1u)};
+  const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
+  uint32_t* tmem = emu_tmem_sm(p.sm[h]);
+  uint32_t* D = tmem + (int)(op.d_taddr & 0xFFFFu) + p.delta[h];
+  const uint32_t da_delta = emu_rank_delta(da.start, p.rank0 + h);
+  const uint32_t* A_tmem = op.a_in_tmem ? tmem + ((uint32_t)op.a >> 16) * EMU_COLS + (int)((uint32_t)op.a & 0xFFFFu) + p.delta[h] : nullptr;
+  const uint32_t* SFA = m.scaled ? tmem + (int)(op.sfa & 0xFFFFu) + p.delta[h] : nullptr;
+  const uint32_t* SFB = m.scaled ? tmem + (int)(op.sfb & 0xFFFFu) + p.delta[h] : nullptr;
+
+  if (m.bits == 4u && !op.a_in_tmem) {  // mxf4 / mxf4nvf4 from shared memory: as emu_mma_columns' fast path
+    const uint32_t nblk = 64u / m.sf_block;
+    for (uint32_t n = n0; n < n1; ++n) {
+      const uint32_t bh = n / half_n, bn = n % half_n;
+      const uint4 b0 = emu_ldc128(emu_kmajor_chunk(db, bn, 0) + db_delta[bh]);
+      const uint4 b1 = emu_ldc128(emu_kmajor_chunk(db, bn, 16) + db_delta[bh]);
+      const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      uint32_t bq[16];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
+      float sb[4][4];
+      for (uint32_t q = 0; q < 4u; ++q)
+        for (uint32_t j = 0; j < nblk; ++j) sb[q][j] = emu_scale(SFB, q, n, j, m.sfb_id, m);
+      for (uint32_t r0 = 0; r0 < 128u; r0 += 4u) {
+        float acc[4], sa[4][4];
+#pragma unroll
+        for (uint32_t i = 0; i < 4u; ++i) {
+          const uint32_t r = r0 + i;
+          acc[i] = op.accumulate ? __uint_as_float(D[r * EMU_COLS + n]) : 0.0f;
+          for (uint32_t j = 0; j < nblk; ++j) sa[i][j] = emu_scale(SFA, r / 32u, r, j, m.sfa_id, m);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 4u; ++i) {
+          const uint32_t r = r0 + i;
+          const uint4 a0 = emu_ldc128(emu_kmajor_chunk(da, r, 0) + da_delta);
+          const uint4 a1 = emu_ldc128(emu_kmajor_chunk(da, r, 16) + da_delta);
+          const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+          int part[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (int w = 0; w < 8; ++w) {
+            const int blk = (8 * w) / (int)m.sf_block;
+            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] & 0xFFFFu), (int)bq[2 * w], part[blk]);
+            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] >> 16), (int)bq[2 * w + 1], part[blk]);
+          }
+          for (uint32_t j = 0; j < nblk; ++j)
+            acc[i] = fmaf(sign * (float)part[j] * 0.25f, sa[i][j] * sb[r / 32u][j], acc[i]);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 4u; ++i) D[(r0 + i) * EMU_COLS + n] = __float_as_uint(acc[i]);
+      }
+    }
+    return;
+  }
+
+  for (uint32_t n = n0; n < n1; ++n) {
+    const uint32_t bh = n / half_n, bn = n % half_n;
+    for (uint32_t r = 0; r < 128u; ++r) {
+      uint32_t* dc = D + r * EMU_COLS + n;
+      if (m.kind == K_I8) {
+        int acc = op.accumulate ? (int)*dc : 0;
+        for (uint32_t k = 0; k < m.K; ++k) {
+          const uint32_t ra = op.a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem_at(da, r, k, 8, 8, da_delta);
+          const uint32_t rb = emu_raw_smem_at(db, bn, k, 8, 8, db_delta[bh]);
+          acc += (int)emu_decode(K_I8, m.afmt, ra) * (int)emu_decode(K_I8, m.bfmt, rb);
+        }
+        *dc = (uint32_t)acc;
+        continue;
+      }
+      float acc = op.accumulate ? __uint_as_float(*dc) : 0.0f;
+      const uint32_t per_scale = m.scaled ? m.sf_block : m.K;
+      for (uint32_t k0 = 0; k0 < m.K; k0 += per_scale) {
+        float s = 0.0f;
+        for (uint32_t k = k0; k < k0 + per_scale; ++k) {
+          uint32_t ra;
+          if (op.a_in_tmem) {
+            const uint32_t bit = k * m.bits;
+            ra = A_tmem[r * EMU_COLS + bit / 32u] >> (bit % 32u);
+          } else {
+            ra = emu_raw_smem_at(da, r, k, m.bits, wa, da_delta);
+          }
+          const uint32_t rb = emu_raw_smem_at(db, bn, k, m.bits, wb, db_delta[bh]);
+          s = fmaf(emu_decode(m.kind, m.afmt, ra), emu_decode(m.kind, m.bfmt, rb), s);
+        }
+        if (m.scaled) {
+          const uint32_t j = k0 / m.sf_block;
+          s *= emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * emu_scale(SFB, r / 32u, n, j, m.sfb_id, m);
+        }
+        acc += sign * s;
+      }
+      *dc = __float_as_uint(acc);
+    }
+  }
+}
+
+// Completion (in the issuing CTA, at the commit): the checks, then both halves' columns, shared with the CTA's
+// waiting threads when the operation is queued (q >= 0).
+static __device__ void emu_mma2_run(const EmuOp& op, int q) {
   EmuMma m;
   emu_idesc2(op.kind, op.idesc, op.vec, m);
   EmuPair p;
   if (!emu_pair_of(op.site, p, op.thread)) return;
   if (!emu_pair_check_cols(op.site, p, op.d_taddr & 0xFFFFu, m.N, op.thread)) return;
-  const EmuSDesc db = emu_sdesc(op.b);
-  const EmuSDesc da = op.a_in_tmem ? db : emu_sdesc(op.a);
-  const uint32_t wa = emu_smem_width(m.kind, m.afmt, m.bits), wb = emu_smem_width(m.kind, m.bfmt, m.bits);
-  const uint32_t half_n = m.N / 2u, nblk_all = m.scaled ? m.K / m.sf_block : 1u;
-  const uint32_t db_delta[2] = {emu_rank_delta(db.start, p.rank0), emu_rank_delta(db.start, p.rank0 + 1u)};
-  const float sign = (m.neg_a ^ m.neg_b) ? -1.0f : 1.0f;
-  for (uint32_t h = 0; h < 2u; ++h) {
-    uint32_t* tmem = emu_tmem_sm(p.sm[h]);
-    uint32_t* D = tmem + (int)(op.d_taddr & 0xFFFFu) + p.delta[h];
-    const uint32_t da_delta = emu_rank_delta(da.start, p.rank0 + h);
-    const uint32_t* A_tmem = op.a_in_tmem ? tmem + ((uint32_t)op.a >> 16) * EMU_COLS + (int)((uint32_t)op.a & 0xFFFFu) + p.delta[h] : nullptr;
-    const uint32_t* SFA = nullptr; const uint32_t* SFB = nullptr;
-    if (m.scaled) {
-      SFA = tmem + (int)(op.sfa & 0xFFFFu) + p.delta[h];
-      SFB = tmem + (int)(op.sfb & 0xFFFFu) + p.delta[h];
-      emu_lint_quarters(SFA, 128u, 0u, op.site, nblk_all, m.sfa_id, op.thread);
-      emu_lint_quarters(SFB, m.N, 1u, op.site, nblk_all, m.sfb_id, op.thread);
+  if (m.scaled) {
+    const uint32_t nblk_all = m.K / m.sf_block;
+    for (uint32_t h = 0; h < 2u; ++h) {
+      const uint32_t* tmem = emu_tmem_sm(p.sm[h]);
+      emu_lint_quarters(tmem + (int)(op.sfa & 0xFFFFu) + p.delta[h], 128u, 0u, op.site, nblk_all, m.sfa_id, op.thread);
+      emu_lint_quarters(tmem + (int)(op.sfb & 0xFFFFu) + p.delta[h], m.N, 1u, op.site, nblk_all, m.sfb_id, op.thread);
     }
-    for (uint32_t n = 0; n < m.N; ++n) {
-      const uint32_t bh = n / half_n, bn = n % half_n;
-      for (uint32_t r = 0; r < 128u; ++r) {
-        uint32_t* dc = D + r * EMU_COLS + n;
-        if (m.kind == K_I8) {
-          int acc = op.accumulate ? (int)*dc : 0;
-          for (uint32_t k = 0; k < m.K; ++k) {
-            const uint32_t ra = op.a_in_tmem ? (A_tmem[r * EMU_COLS + k / 4u] >> (8u * (k % 4u))) : emu_raw_smem_at(da, r, k, 8, 8, da_delta);
-            const uint32_t rb = emu_raw_smem_at(db, bn, k, 8, 8, db_delta[bh]);
-            acc += (int)emu_decode(K_I8, m.afmt, ra) * (int)emu_decode(K_I8, m.bfmt, rb);
-          }
-          *dc = (uint32_t)acc;
-          continue;
-        }
-        float acc = op.accumulate ? __uint_as_float(*dc) : 0.0f;
-        const uint32_t per_scale = m.scaled ? m.sf_block : m.K;
-        for (uint32_t k0 = 0; k0 < m.K; k0 += per_scale) {
-          float s = 0.0f;
-          for (uint32_t k = k0; k < k0 + per_scale; ++k) {
-            uint32_t ra;
-            if (op.a_in_tmem) {
-              const uint32_t bit = k * m.bits;
-              ra = A_tmem[r * EMU_COLS + bit / 32u] >> (bit % 32u);
-            } else {
-              ra = emu_raw_smem_at(da, r, k, m.bits, wa, da_delta);
-            }
-            const uint32_t rb = emu_raw_smem_at(db, bn, k, m.bits, wb, db_delta[bh]);
-            s = fmaf(emu_decode(m.kind, m.afmt, ra), emu_decode(m.kind, m.bfmt, rb), s);
-          }
-          if (m.scaled) {
-            const uint32_t j = k0 / m.sf_block;
-            s *= emu_scale(SFA, r / 32u, r, j, m.sfa_id, m) * emu_scale(SFB, r / 32u, n, j, m.sfb_id, m);
-          }
-          acc += sign * s;
-        }
-        *dc = __float_as_uint(acc);
-      }
-    }
-    *(volatile unsigned long long*)&__nvfp4emu_touched[p.sm[h]] = emu_now();
   }
+  if (q < 0) {
+    for (uint32_t h = 0; h < 2u; ++h) emu_mma2_columns(op, p, h, 0u, m.N);
+  } else {
+    __nvfp4emu_share_pair[q] = p;
+    emu_share_run(op, q, 2u * m.N);
+  }
+  for (uint32_t h = 0; h < 2u; ++h) *(volatile unsigned long long*)&__nvfp4emu_touched[p.sm[h]] = emu_now();
 }
 
 // tcgen05.cp.cta_group::2: each CTA's shared memory at the descriptor's offset into its own tensor memory.
@@ -1994,4 +2147,16 @@ extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_ue8m0x2_bf16x2(uint32
 // cvt.rn.bf16x2.ue8m0x2 d, a: a[15:8] to d[31:16], a[7:0] to d[15:0] (exact: every ue8m0 is a bf16).
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_bf16x2_ue8m0x2(uint32_t pair) {
   return emu_bf16_from_ue8m0(pair >> 8) << 16 | emu_bf16_from_ue8m0(pair);
+}
+
+// Chunk c of the MMA shared on queue q: column c of a single-CTA MMA; of a pair MMA, column c % N of half c / N.
+static __device__ void emu_share_chunk(const EmuOp& op, int q, uint32_t chunk) {
+  if (op.verb != OP_MMA2) { emu_mma_columns(op, chunk, chunk + 1u); return; }
+  EmuMma m;
+  emu_idesc2(op.kind, op.idesc, op.vec, m);
+  EmuPair p;
+  const volatile uint32_t* from = (const volatile uint32_t*)&__nvfp4emu_share_pair[q];
+  uint32_t* to = (uint32_t*)&p;
+  for (uint32_t i = 0; i < sizeof(EmuPair) / 4u; ++i) to[i] = from[i];
+  emu_mma2_columns(op, p, chunk / m.N, chunk % m.N, chunk % m.N + 1u);
 }
