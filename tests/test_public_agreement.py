@@ -28,15 +28,25 @@ def test_a_run_that_left_no_report_has_no_times():
     assert _agreement().times_of({"cases": []}) == (0.0, 0.0)
 
 
+def _cut_run(tmp_path, submission: str):
+    """The evaluator on SMALL (two cases), cut by `timeout` before its own per-call limit: its report and verdict."""
+    report = tmp_path / "report.json"
+    command = ["timeout", "25", sys.executable, "eval.py", "test", spec_file(SMALL), "-q", "--timeout", "300",
+               "--submission", os.path.join(ROOT, "tests", "submissions", submission), "--json", str(report)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 124, done.stdout[-2000:] + done.stderr[-2000:]
+    return _agreement().verdict_of(json.loads(report.read_text()), done.returncode, done.stdout + done.stderr)
+
+
 def test_a_run_cut_by_the_limit_keeps_the_cases_it_finished(tmp_path):
     """public_agreement cuts each file with `timeout` (here before the evaluator's own per-call limit); the
     evaluator, ended by SIGTERM, still writes the cases that finished, and the row says how many passed."""
-    report = tmp_path / "report.json"
-    submission = os.path.join(ROOT, "tests", "submissions", "passes_then_hangs.py")
-    command = ["timeout", "25", sys.executable, "eval.py", "test", spec_file(SMALL), "-q", "--timeout", "300",
-               "--submission", submission, "--json", str(report)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 124, done.stdout[-2000:] + done.stderr[-2000:]
-    doc = json.loads(report.read_text())
-    verdict, cases, _ = _agreement().verdict_of(doc, done.returncode, done.stdout + done.stderr)
+    verdict, cases, _ = _cut_run(tmp_path, "passes_then_hangs.py")
     assert (verdict, cases) == ("timed out", "1/2")
+
+
+def test_a_run_cut_after_a_failed_case_is_a_fail(tmp_path):
+    """A case that finished wrong before the cut decides the file: any failed test fails a submission, on a B200
+    as here, whatever the cases the limit stopped would have done."""
+    verdict, cases, why = _cut_run(tmp_path, "wrong_then_hangs.py")
+    assert (verdict, cases) == ("fail", "0/2") and "mismatch" in why.lower(), (verdict, cases, why)

@@ -8,9 +8,9 @@ fail, build_fail or unknown). Runs `eval.py test --emulate-blackwell` on every f
 once, spread over the GPUs round-robin (CUDA_VISIBLE_DEVICES), each cut at --limit seconds, on the task's tests
 and its benchmark shapes (checked, not timed): most B200 evidence is the runner's benchmark mode, which checks
 every benchmark shape ("failed testing"). `judged_on: benchmarks` limits a file to them (a B200 run of the
-benchmarks alone, with no test run known). Prints one row per file: its verdict here
-(pass, fail, build_fail, cannot judge, timed out: with the cases passed before the cut), the B200's, whether they
-agree, the seconds to the worker's start (the build), of the cases after it and in all, and the first line that
+benchmarks alone, with no test run known). Prints one row per file: its verdict here (pass, fail, build_fail,
+cannot judge, timed out: with the cases passed before the cut; a cut run with a failed case is a fail), the
+B200's, whether they agree, the seconds to the worker's start (the build), of the cases after it and in all, and the first line that
 explains a verdict other than pass. Then the agreement on files with a known outcome, the count of opaque device
 faults (a fault that is neither named by the emulation nor said to be beyond it), which must be zero, and of
 files whose cases took more than 120 s after the build. Writes DIR/agreement.tsv and each run's JSON and output.
@@ -62,14 +62,16 @@ def verdict_of(report: dict | None, rc: int, output: str) -> tuple[str, str, str
     """(verdict, passed/total, the line that explains it)."""
     cases = (report or {}).get("cases") or []
     passed = sum(bool(c.get("passed")) for c in cases)
+    failed = [c for c in cases if not c.get("passed") and not c.get("not_run")]
     if rc in (124, 137):   # how many of the cases that finished before the cut passed
         score = f"{passed}/{report.get('cases_total', len(cases))}" if cases else ""
+        if failed:          # a case that finished wrong fails the file, whatever the cut cases would have done
+            return "fail", score, " ".join(str(failed[0].get("error") or "wrong output").split())[:300]
         return "timed out", score, next((x for x in output.splitlines() if "error" in x.lower()), "")[:300]
     if not cases:
         lines = [x.strip() for x in output.splitlines() if x.strip()]
         return "fail", "", (lines[-1] if lines else f"no report (rc {rc})")[:300]
     not_judged = [c for c in cases if c.get("not_run")]
-    failed = [c for c in cases if not c.get("passed") and not c.get("not_run")]
     score = f"{passed}/{len(cases)}"
     if failed:
         first = failed[0].get("error") or "wrong output"
