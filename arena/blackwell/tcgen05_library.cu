@@ -1536,12 +1536,12 @@ static __device__ __forceinline__ uint32_t emu_raw_smem_at(const EmuSDesc& d, ui
   return (uint32_t)((((unsigned long long)hi << 32) | v) >> shift);
 }
 
-// This CTA's pair: SM, tag and column offset of each half (index = cluster rank & 1). False (and an error) when
-// the CTA holds no tensor memory from tcgen05.alloc.cta_group::2.
 struct EmuPair { uint32_t sm[2]; int delta[2]; unsigned long long tag[2]; uint32_t rank0; };
 extern "C" {
 __device__ EmuPair __nvfp4emu_share_pair[EMU_MAX_SM * EMU_GRANULES];   // the pair of a pair MMA being shared
 }
+// This CTA's pair: SM, tag and column offset of each half (index = cluster rank & 1). False (and an error) when
+// the CTA holds no tensor memory from tcgen05.alloc.cta_group::2.
 static __device__ bool emu_pair_of(uint32_t site, EmuPair& p, uint32_t thread) {
   const uint32_t sm = emu_smid(), rank = emu_sreg_rank();
   const int q = sm < EMU_MAX_SM ? emu_queue_of(sm) : -1;
