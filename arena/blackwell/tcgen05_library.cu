@@ -11,6 +11,7 @@
 //    per CTA); commit queues an arrival on its mbarrier. Nothing runs until a thread of the CTA finds that
 //    mbarrier's phase incomplete (the rewriter routes every failed mbarrier.try_wait/test_wait here): then the
 //    queue runs in order up to that commit, so an operation completes as late as the PTX memory model allows.
+//    An MMA's accumulator columns are shared out among the CTA's threads that wait meanwhile (emu_help).
 //    An operation checks at completion that the shared memory it reads is what it saw at issue (a stage
 //    reused too early), a tcgen05.ld of columns an operation still writes is an error (a missing commit or
 //    wait), and so is a dealloc with operations in flight. Word 17 of the state = 1 runs them synchronously
