@@ -10,10 +10,10 @@ and its benchmark shapes (checked, not timed): most B200 evidence is the runner'
 every benchmark shape ("failed testing"). `judged_on: benchmarks` limits a file to them (a B200 run of the
 benchmarks alone, with no test run known). Prints one row per file: its verdict here (pass, fail, build_fail,
 cannot judge, timed out: with the cases passed before the cut; a cut run with a failed case is a fail), the
-B200's, whether they agree, the seconds to the worker's start (the build), of the cases after it and in all, and the first line that
-explains a verdict other than pass. Then the agreement on files with a known outcome, the count of opaque device
-faults (a fault that is neither named by the emulation nor said to be beyond it), which must be zero, and of
-files whose cases took more than 120 s after the build. Writes DIR/agreement.tsv and each run's JSON and output.
+B200's, whether they agree, the seconds to the worker's start (the build), of the cases after it and in all, and
+the first line that explains a verdict other than pass. Then the agreement on files with a known outcome, the
+count of opaque device faults (a fault that is neither named by the emulation nor said to be beyond it), which
+must be zero, and of files whose cases took more than 120 s after the build. Writes DIR/agreement.tsv and each run's JSON and output.
 """
 from __future__ import annotations
 
