@@ -140,6 +140,21 @@ def test_the_shipped_kernels_counted_work_is_the_gemms(tmp_path, hopper_gpu):
     assert case["prediction"]["b200_us"] > 0
 
 
+@pytest.mark.gpu
+def test_a_gemv_of_torch_ops_is_timed_here_and_predicted_from_that(tmp_path, hopper_gpu):
+    """On a Hopper GPU: the torch-only GEMV issues no emulated instruction, so `eval.py predict` times it natively
+    and predicts from that time, saying so."""
+    out = tmp_path / "p.json"
+    done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "2", "--task", "tasks/nvfp4_gemv",
+                           "--submission", "tasks/nvfp4_gemv/torch_submission.py", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    prediction = json.loads(out.read_text())["cases"][0]["prediction"]
+    assert prediction["bound"] == "time here" and prediction["hopper_us"] > 0, prediction
+    assert 500 < prediction["here_dram_gbps"] < 20000
+    assert prediction["b200_us"] >= prediction["dram_us"] and "ran natively here" in prediction["rests_on"]
+
+
 def test_the_calibration_fit_reads_runs_and_reports_both_halves(tmp_path):
     """bench/prediction/calibrate.py fit, as a subprocess, on runs of six gemm files of calibration.tsv: each
     passing case with counts becomes a row beside its logged time, a failing case none; the constants are fitted
@@ -206,3 +221,93 @@ def test_no_gpu_holds_more_runs_than_its_slots_however_runs_end():
     with ThreadPoolExecutor(6) as pool:
         list(pool.map(one, range(12)))
     assert most == {"0": 3, "1": 3} and held == {"0": 0, "1": 0}
+
+
+GEMV = {"m": 7168, "k": 16384, "l": 1}
+
+
+def test_a_call_that_ran_natively_is_predicted_from_its_time_here():
+    """No emulated instruction: the DRAM floor moves from this GPU's measured bandwidth to the B200's, and what the
+    kernel took beyond it is scaled by BEYOND_DRAM_RATIO; the line says what it rests on."""
+    moved = b200.dram_bytes("nvfp4_gemv", GEMV)
+    here_floor_us = moved / (4000 * 1e3)                # 4000 GB/s here
+    native = b200.NativeTiming(median_us=here_floor_us + 20.0, dram_gbps=4000.0)
+    p = b200.predict("nvfp4_gemv", GEMV, b200.WorkCounts(tma_loads=3, tma_bytes=4096), native)
+    assert p.b200_us == pytest.approx(moved / b200.DRAM_BYTES_PER_US + 20.0 * b200.BEYOND_DRAM_RATIO, abs=1e-3)
+    assert p.bound == "time here" and p.hopper_us == pytest.approx(here_floor_us + 20.0, abs=1e-3)
+    assert "ran natively here" in p.rests_on and "4000 GB/s" in p.rests_on
+    assert p.low_us < p.b200_us < p.high_us
+    # faster here than the copy rate allows (reads outrun copies): the B200's floor, never less
+    quick = b200.predict("nvfp4_gemv", GEMV, b200.WorkCounts(), b200.NativeTiming(here_floor_us / 2, 4000.0))
+    assert quick.b200_us == pytest.approx(moved / b200.DRAM_BYTES_PER_US, abs=1e-3)
+
+
+@pytest.mark.parametrize("emulated", [{"mmas": 1, "mma_work": 8192}, {"allocs": 1}, {"commits": 2},
+                                      {"scale_copies": 1}, {"scaled_mm_calls": 1}])
+def test_a_call_with_emulated_work_is_never_predicted_from_its_time_here(emulated):
+    counts = b200.WorkCounts(**emulated)
+    assert not b200.runs_natively(counts)
+    p = b200.predict("nvfp4_gemm", GEMM, counts, b200.NativeTiming(5000.0, 4000.0))
+    assert p.hopper_us is None and p.bound != "time here"
+
+
+@pytest.mark.parametrize("median_us,gbps", [(0.0, 4000.0), (10.0, 0.0), (float("nan"), 4000.0),
+                                            (10.0, float("inf"))])
+def test_a_native_timing_needs_a_positive_time_and_bandwidth(median_us, gbps):
+    with pytest.raises(ValueError):
+        b200.NativeTiming(median_us, gbps)
+
+
+class _FakeEvaluator:
+    """What arena/run/prediction.py reads of an Evaluator: test(), the last call's counts, its limits."""
+
+    def __init__(self, counts, passed=True):
+        from arena.run.limits import Limits
+        self.work_counts, self.passed, self.limits = counts, passed, Limits(max_wall=10.0, max_runs=200)
+
+    def test(self, index, case):
+        return CaseResult(index=index, spec=case.spec, passed=self.passed, error="" if self.passed else "wrong")
+
+
+def _timed(median_ns, passed=True, untrusted=""):
+    from arena.clock.timing import summarize
+    seen = {}
+
+    def benchmark_case(ev, index, case, sol_us):
+        seen["limits"] = ev.limits
+        result = CaseResult(index=index, spec=case.spec, passed=passed, untrusted=untrusted,
+                            error="" if passed else "failed the correctness check before timing")
+        result.stats = summarize([median_ns * 0.9, median_ns, median_ns * 3]) if passed else None
+        return result
+    return benchmark_case, seen
+
+
+def test_predict_mode_times_a_natively_run_case_briefly_and_predicts_from_its_median(monkeypatch):
+    from arena.run import prediction
+    from arena.taskdef.specs import Case
+    benchmark_case, seen = _timed(40_000.0)
+    monkeypatch.setattr(prediction, "benchmark_case", benchmark_case)
+    ev = _FakeEvaluator({"tma_loads": 2, "tma_bytes": 512})
+    case = Case(spec="m: 7168; k: 16384; l: 1", args=dict(GEMV))
+    result = prediction.predict_case(ev, 0, case, "nvfp4_gemv", 4000.0)
+    assert result.passed and result.prediction["hopper_us"] == pytest.approx(40.0)
+    assert seen["limits"].max_wall == prediction.NATIVE_TIMING_S and ev.limits.max_wall == 10.0   # put back
+    # emulated work: never timed, predicted from its counts
+    monkeypatch.setattr(prediction, "benchmark_case", lambda *a: pytest.fail("an emulated call was timed"))
+    counted = prediction.predict_case(_FakeEvaluator({"mmas": 4, "mma_work": 4 * 8192, "allocs": 1}), 0, case,
+                                      "nvfp4_gemv", 4000.0)
+    assert counted.prediction["hopper_us"] is None and counted.prediction["b200_us"] > 0
+    # a wrong result: no prediction at all, nothing timed
+    assert prediction.predict_case(_FakeEvaluator({}, passed=False), 0, case, "nvfp4_gemv", 4000.0).prediction == {}
+
+
+@pytest.mark.parametrize("passed,untrusted", [(False, ""), (True, "faster than the speed of light")])
+def test_a_native_timing_that_failed_or_cannot_be_trusted_falls_back_to_the_counts_and_says_so(
+        monkeypatch, passed, untrusted):
+    from arena.run import prediction
+    from arena.taskdef.specs import Case
+    monkeypatch.setattr(prediction, "benchmark_case", _timed(40_000.0, passed, untrusted)[0])
+    case = Case(spec="m: 7168; k: 16384; l: 1", args=dict(GEMV))
+    result = prediction.predict_case(_FakeEvaluator({}), 0, case, "nvfp4_gemv", 4000.0)
+    assert result.prediction["hopper_us"] is None and result.prediction["bound"] == "DRAM"
+    assert any("was not timed" in w for w in result.warnings)

@@ -12,7 +12,12 @@ bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_predictio
 
 Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
 per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A kernel with no
-tcgen05 MMA is predicted from its DRAM bytes alone, and a torch._scaled_mm call from cuBLAS's public B200 times.
+tcgen05 MMA that ran natively on the Hopper GPU (no emulated instruction at all: CUDA-core GEMVs) is predicted from
+its own time there, timed as `benchmark` times it (`NativeTiming`):
+
+    time = the case's DRAM floor on the B200 + (its time here - its DRAM floor here) x BEYOND_DRAM_RATIO
+
+and a torch._scaled_mm call from cuBLAS's public B200 times.
 
 The counts come from the worker, which the submission controls: a prediction is advice to its author, never
 part of a ranking.
@@ -42,6 +47,10 @@ RANGE = (0.76, 7.13)            # prediction x these: the 10th and 90th percenti
 SCALED_MM_US = {(128, 7168, 16384, 1): 22.4, (128, 4096, 7168, 1): 12.5, (128, 7168, 2048, 1): 8.49}
 SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (256, 3072, 4096, 1): 32.9,
                      (512, 3072, 7168, 1): 41.4}
+
+# ---- A call with no emulated instruction, timed on the Hopper GPU (fitted on the CUDA-core GEMVs of the first half)
+BEYOND_DRAM_RATIO = 0.9         # B200 / this GPU for the time a kernel takes beyond its DRAM floor
+NATIVE_RANGE = (0.8, 1.25)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
 
@@ -96,9 +105,23 @@ class Prediction:
     dram_bytes: int = 0
     tma_bytes_per_cta: float = 0.0
     counts: dict | None = None  # the WorkCounts it was made from
+    hopper_us: float | None = None      # a call that ran natively: its median time on this GPU
+    here_dram_gbps: float | None = None  # ... and this GPU's measured DRAM bandwidth
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class NativeTiming:
+    """A call that issued no emulated instruction, timed on this Hopper GPU as `benchmark` times it."""
+    median_us: float            # the median of the timed calls
+    dram_gbps: float            # this GPU's DRAM bandwidth, measured in the same run (arena/predict/bandwidth.py)
+
+    def __post_init__(self):
+        if not (math.isfinite(self.median_us) and self.median_us > 0 and math.isfinite(self.dram_gbps)
+                and self.dram_gbps > 0):
+            raise ValueError(f"a native timing needs a positive time and bandwidth, got {self}")
 
 
 def _shapes(args: dict) -> list[tuple[int, int, int, int]]:
@@ -123,17 +146,36 @@ def _with_range(us: float, rests_on: str, **parts) -> Prediction:
     return Prediction(round(us, 3), round(us * RANGE[0], 3), round(us * RANGE[1], 3), rests_on, **parts)
 
 
-def predict(task: str, args: dict, counts: WorkCounts | None) -> Prediction:
-    """The B200 time of one call of the case `args` of `task`, from the counts of its emulated call."""
-    prediction = _predict(task, args, counts)
+def runs_natively(counts: WorkCounts) -> bool:
+    """No tcgen05 instruction and no emulated torch._scaled_mm: the call's kernels ran at this GPU's own speed."""
+    return not (counts.mmas or counts.allocs or counts.commits or counts.scale_copies or counts.scaled_mm_calls)
+
+
+def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None) -> Prediction:
+    """The B200 time of one call of the case `args` of `task`, from the counts of its emulated call (and its time
+    on this GPU when it ran natively)."""
+    prediction = _predict(task, args, counts, native)
     return replace(prediction, counts=asdict(counts)) if counts is not None else prediction
 
 
-def _predict(task: str, args: dict, counts: WorkCounts | None) -> Prediction:
+def _from_native(moved: int, dram_us: float, native: NativeTiming) -> Prediction:
+    here_floor_us = moved / (native.dram_gbps * 1e3)
+    us = dram_us + max(0.0, native.median_us - here_floor_us) * BEYOND_DRAM_RATIO
+    rests_on = (f"no emulated instruction: the call ran natively here in {native.median_us:.2f} µs (median); its "
+                f"DRAM floor at this GPU's measured {native.dram_gbps:.0f} GB/s ({here_floor_us:.2f} µs) becomes the "
+                f"B200's ({dram_us:.2f} µs) and the rest is scaled by {BEYOND_DRAM_RATIO}")
+    return Prediction(round(us, 3), round(us * NATIVE_RANGE[0], 3), round(us * NATIVE_RANGE[1], 3), rests_on,
+                      bound="time here", dram_us=round(dram_us, 3), dram_bytes=moved,
+                      hopper_us=round(native.median_us, 3), here_dram_gbps=round(native.dram_gbps, 1))
+
+
+def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None) -> Prediction:
     moved = dram_bytes(task, args)
     dram_us = moved / DRAM_BYTES_PER_US
     if counts is None:
         return Prediction(None, None, None, "no counts: the call did not run under the emulation")
+    if native is not None and runs_natively(counts):
+        return _from_native(moved, dram_us, native)
     if counts.mmas == 0:
         if counts.scaled_mm_calls:
             shapes = _shapes(args)

@@ -275,8 +275,8 @@ def render_predictions(console, results: list[CaseResult]):
             console.print(Text(f"case {r.index}: {r.prediction['rests_on']}"), style="dim")
     geo = predicted_geomean_us(results)
     if geo is not None:
-        console.print(f"predicted B200 geometric mean: [bold]{geo:.2f} µs[/bold] (a model of the counts, not a "
-                      "measurement: docs/b200_prediction.md)")
+        console.print(f"predicted B200 geometric mean: [bold]{geo:.2f} µs[/bold] (a model of the counts or of the "
+                      "time here, not a B200 measurement: docs/b200_prediction.md)")
     print_failure_details(console, results)
 
 

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass, replace
 
 from arena.isolation import jail, parent_guard, processes
-from arena.predict import b200
 from arena.run.options import RunOptions
 from arena.submission_file import SubmissionFile
 from arena.report.progress import Progress, extensions_built_by, jit_kernels_in
@@ -26,27 +25,16 @@ def _one_line(result) -> str:
     """A finished case in a few words for the progress line."""
     if not result.passed:
         return (result.diagnosis or result.error or "failed")[:120]
-    if result.prediction.get("b200_us"):
-        return f"B200 predicted {result.prediction['b200_us']:.2f} µs ({result.prediction['bound']}-bound)"
+    predicted = result.prediction
+    if predicted.get("b200_us"):
+        how = "from its time on this GPU" if predicted.get("hopper_us") else f"{predicted['bound']}-bound"
+        return f"B200 predicted {predicted['b200_us']:.2f} µs ({how})"
     if result.stats:
         s = result.stats
         if s.runs == 1:         # one sample has no spread to show
             return f"{s.mean / 1e3:.2f} µs from 1 sample (no error estimate)"
         return f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} µs over {s.runs} samples"
     return ""
-
-
-def _predicted(result, counts, task_name: str, case):
-    """A checked case with its predicted B200 time (a wrong result gets none: its work is not the task's)."""
-    if not result.passed:
-        return result
-    try:
-        work = b200.WorkCounts.from_reply(counts) if counts is not None else None
-    except ValueError as error:
-        result.prediction = {"b200_us": None, "rests_on": f"no prediction: {error}"}
-        return result
-    result.prediction = b200.predict(task_name, case.args, work).as_dict()
-    return result
 
 
 def _not_run(index, case, import_error, hang):
@@ -116,6 +104,8 @@ def _run(task, options: RunOptions, launch: Launch):
     import torch
     from arena.run.benchmark import benchmark_case
     from arena.run.evaluator import Evaluator
+    from arena.run.prediction import predict_case
+    from arena.predict.bandwidth import dram_gbps as measure_dram_gbps
     from arena.run.limits import EMULATED_BUILD_ALLOWANCE_S, WALL_CALLS, Limits
     from arena.report.results import RunInfo, RunOutcome, mark_not_run
     from arena.report.terminal import system_info
@@ -147,6 +137,8 @@ def _run(task, options: RunOptions, launch: Launch):
                     diagnose_all=options.diagnose_all or options.mode == "diagnose", strict=options.strict,
                     emulated=options.emulate_blackwell)
     reference = task.import_reference()
+    # predict: this GPU's DRAM bandwidth, for the calls that run natively here (arena/run/prediction.py)
+    dram_gbps = measure_dram_gbps(torch) if mode == "predict" and device == "cuda" else None
     import_timeout = max(options.timeout or 0, EMULATED_BUILD_ALLOWANCE_S if options.emulate_blackwell else 300.0)
     worker = Worker(options.submission, str(task.folder), device, import_timeout=import_timeout,
                     sandboxed=options.sandboxed, spawned=launch.early, emulate_blackwell=options.emulate_blackwell)
@@ -186,7 +178,7 @@ def _run(task, options: RunOptions, launch: Launch):
             if mode == "test":
                 results.append(evaluator.test(index, case))
             elif mode == "predict":
-                results.append(_predicted(evaluator.test(index, case), evaluator.work_counts, task.name, case))
+                results.append(predict_case(evaluator, index, case, task.name, dram_gbps))
             elif mode == "diagnose":
                 result, reports[index] = diagnose.diagnose_case(evaluator, index, case)
                 results.append(result)

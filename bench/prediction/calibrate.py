@@ -14,8 +14,9 @@ each run's JSON report (per case, the work counts of its emulated call) and its 
 DIR/runs.jsonl, a line per file as it ends.
 
 `fit`: splits the files in two halves by a hash of their id (a file's shapes stay together), fits the model's
-four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half by a grid
-search over the median of |log(predicted / logged)|, and prints every file and shape with its prediction from
+four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half's counted
+calls, and BEYOND_DRAM_RATIO on its calls timed here (they ran natively), each by a grid search over the median
+of |log(predicted / logged)|, and prints every file and shape with its prediction from
 those constants, then per half the median relative error and the Spearman rank correlation of the files'
 geometric means (per problem, and over all; tied values share their mean rank). With --constants as they stand in b200.py it checks them instead of fitting.
 """
@@ -160,13 +161,19 @@ def observations(dirs: list[str]) -> list[dict]:
         if case is None:
             continue
         counts = b200.WorkCounts.from_reply(case["prediction"]["counts"])
-        found.append({**row, "args": args, "counts": counts, "logged": float(row["b200_us"]),
+        given = case["prediction"]
+        native = b200.NativeTiming(given["hopper_us"], given["here_dram_gbps"]) if given.get("hopper_us") else None
+        found.append({**row, "args": args, "counts": counts, "native": native, "logged": float(row["b200_us"]),
                       "half": half_of(row["id"])})
     return found
 
 
+def prediction(obs: dict) -> b200.Prediction:
+    return b200.predict(TASK_NAMES[obs["problem"]], obs["args"], obs["counts"], obs["native"])
+
+
 def predicted(obs: dict) -> float | None:
-    return b200.predict(TASK_NAMES[obs["problem"]], obs["args"], obs["counts"]).b200_us
+    return prediction(obs).b200_us
 
 
 def set_constants(call_us: float, fill_us: float, tma_rate: float, trip_us: float) -> None:
@@ -183,14 +190,34 @@ def log_errors(obs: list[dict]) -> list[float]:
     return out
 
 
+def median_abs_log_error(obs: list[dict]) -> float:
+    errors = log_errors(obs)
+    return statistics.median(abs(e) for e in errors) if errors else math.inf
+
+
+def fit_native(obs: list[dict]) -> float:
+    """BEYOND_DRAM_RATIO for the calls that ran natively: the grid's best median |log(predicted / logged)|."""
+    best, best_score = b200.BEYOND_DRAM_RATIO, math.inf
+    for ratio in [x / 20 for x in range(6, 31)]:
+        b200.BEYOND_DRAM_RATIO = ratio
+        score = median_abs_log_error(obs)
+        if score < best_score:
+            best, best_score = ratio, score
+    return best
+
+
+def percentiles(obs: list[dict]) -> str:
+    ratios = sorted(o["logged"] / predicted(o) for o in obs if predicted(o))
+    return f"({ratios[len(ratios) // 10]:.2f}, {ratios[(9 * len(ratios)) // 10]:.2f})" if ratios else "(none)"
+
+
 def fit(obs: list[dict]) -> tuple[float, float, float, float]:
     best, best_score = None, math.inf
     for call_us, fill_us, tma_rate, trip_us in itertools.product(
             [1.0, 2.0, 3.0, 4.0, 6.0, 8.0], [0.0, 1.0, 2.0, 4.0, 6.0],
             [25e3, 50e3, 100e3, 150e3, 200e3, 300e3], [0.2, 0.35, 0.5, 0.7, 1.0, 1.4]):
         set_constants(call_us, fill_us, tma_rate, trip_us)
-        errors = log_errors(obs)
-        score = statistics.median(abs(e) for e in errors) if errors else math.inf
+        score = median_abs_log_error(obs)
         if score < best_score:
             best, best_score = (call_us, fill_us, tma_rate, trip_us), score
     return best
@@ -226,6 +253,11 @@ def summary(obs: list[dict], label: str) -> None:
     print(f"\n{label}: {len(obs)} shapes of {len({o['id'] for o in obs})} files; predicted {len(rel)}")
     if rel:
         print(f"  median relative error {100 * statistics.median(rel):.1f} %")
+    for basis, chosen in (("from the counts", [(o, p) for o, p in scored if o["native"] is None]),
+                          ("from the time here", [(o, p) for o, p in scored if o["native"] is not None])):
+        if chosen:
+            print(f"    {basis}: {len(chosen)} shapes, median relative error "
+                  f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in chosen):.1f} %")
     for problem in sorted({o["problem"] for o in obs}) + ["all"]:
         per_file = {}
         for o, p in scored:
@@ -245,17 +277,22 @@ def fit_command(args) -> int:
         print("no observations: no JSON of a passing predict run matches calibration.tsv", file=sys.stderr)
         return 1
     if not args.constants:
-        constants = fit([o for o in obs if o["half"] == 0])
-        set_constants(*constants)
-        print(f"fitted on half 0: CALL_US = {constants[0]}, CTA_FILL_US = {constants[1]}, "
-              f"TMA_BYTES_PER_SM_PER_US = {constants[2]:.0f}, ROUND_TRIP_US = {constants[3]}")
-        ratios = sorted(o["logged"] / predicted(o) for o in obs if o["half"] == 0 and predicted(o))
-        if ratios:
-            print(f"RANGE = ({ratios[len(ratios) // 10]:.2f}, {ratios[(9 * len(ratios)) // 10]:.2f})  "
-                  "(10th and 90th percentiles of logged / predicted, half 0)")
+        # the two bases fit apart: a call timed here never reads the count model's constants, nor the reverse
+        counted = [o for o in obs if o["half"] == 0 and o["native"] is None]
+        timed = [o for o in obs if o["half"] == 0 and o["native"] is not None]
+        if counted:
+            constants = fit(counted)
+            set_constants(*constants)
+            print(f"fitted on half 0: CALL_US = {constants[0]}, CTA_FILL_US = {constants[1]}, "
+                  f"TMA_BYTES_PER_SM_PER_US = {constants[2]:.0f}, ROUND_TRIP_US = {constants[3]}")
+            print(f"RANGE = {percentiles(counted)}  (10th and 90th percentiles of logged / predicted, half 0)")
+        if timed:
+            b200.BEYOND_DRAM_RATIO = fit_native(timed)
+            print(f"fitted on half 0: BEYOND_DRAM_RATIO = {b200.BEYOND_DRAM_RATIO}")
+            print(f"NATIVE_RANGE = {percentiles(timed)}  (the same, calls timed here)")
     print("\nhalf\tproblem\tkind\tid\tshape\tlogged_us\tpredicted_us\tbound\tratio")
     for o in sorted(obs, key=lambda o: (o["half"], o["problem"], o["id"], o["shape"])):
-        p = b200.predict(TASK_NAMES[o["problem"]], o["args"], o["counts"])
+        p = prediction(o)
         ratio = f"{p.b200_us / o['logged']:.2f}" if p.b200_us else "-"
         print(f"{o['half']}\t{o['problem']}\t{o['kind']}\t{o['id'][:60]}\t{o['shape'][:40]}\t{o['logged']:.2f}\t"
               f"{p.b200_us if p.b200_us else '-'}\t{p.bound}\t{ratio}")
