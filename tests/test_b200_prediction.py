@@ -242,8 +242,7 @@ def test_a_call_that_ran_natively_is_predicted_from_its_time_here():
     assert quick.b200_us == pytest.approx(moved / b200.DRAM_BYTES_PER_US, abs=1e-3)
 
 
-@pytest.mark.parametrize("emulated", [{"mmas": 1, "mma_work": 8192}, {"allocs": 1}, {"commits": 2},
-                                      {"scale_copies": 1}, {"scaled_mm_calls": 1}])
+@pytest.mark.parametrize("emulated", [{"mmas": 1, "mma_work": 8192}, {"scale_copies": 1}, {"scaled_mm_calls": 1}])
 def test_a_call_with_emulated_work_is_never_predicted_from_its_time_here(emulated):
     counts = b200.WorkCounts(**emulated)
     assert not b200.runs_natively(counts)
@@ -301,13 +300,16 @@ def test_predict_mode_times_a_natively_run_case_briefly_and_predicts_from_its_me
     assert prediction.predict_case(_FakeEvaluator({}, passed=False), 0, case, "nvfp4_gemv", 4000.0).prediction == {}
 
 
-@pytest.mark.parametrize("passed,untrusted", [(False, ""), (True, "faster than the speed of light")])
-def test_a_native_timing_that_failed_or_cannot_be_trusted_falls_back_to_the_counts_and_says_so(
-        monkeypatch, passed, untrusted):
+def test_a_native_timing_that_failed_falls_back_to_the_counts_and_one_in_doubt_predicts_with_a_warning(monkeypatch):
     from arena.run import prediction
     from arena.taskdef.specs import Case
-    monkeypatch.setattr(prediction, "benchmark_case", _timed(40_000.0, passed, untrusted)[0])
     case = Case(spec="m: 7168; k: 16384; l: 1", args=dict(GEMV))
-    result = prediction.predict_case(_FakeEvaluator({}), 0, case, "nvfp4_gemv", 4000.0)
-    assert result.prediction["hopper_us"] is None and result.prediction["bound"] == "DRAM"
-    assert any("was not timed" in w for w in result.warnings)
+    monkeypatch.setattr(prediction, "benchmark_case", _timed(40_000.0, passed=False)[0])
+    failed = prediction.predict_case(_FakeEvaluator({}), 0, case, "nvfp4_gemv", 4000.0)
+    assert failed.prediction["hopper_us"] is None and failed.prediction["bound"] == "DRAM"
+    assert any("was not timed" in w for w in failed.warnings)
+    doubt = "the evaluator's own clock saw 115 us per call"
+    monkeypatch.setattr(prediction, "benchmark_case", _timed(40_000.0, untrusted=doubt)[0])
+    doubted = prediction.predict_case(_FakeEvaluator({"allocs": 1, "commits": 1}), 0, case, "nvfp4_gemv", 4000.0)
+    assert doubted.prediction["hopper_us"] == pytest.approx(40.0)
+    assert any(doubt in w and "may be off" in w for w in doubted.warnings)

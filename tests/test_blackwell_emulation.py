@@ -290,7 +290,8 @@ def test_fp4_conversions_and_sm100_tma_spelling_are_rewritten_and_assemble(emula
     code = ptx_rewrite.strip_comments(new)
     assert not re.search(r"\bcvt\.[\w.]*e2m1x2", code) and "cta_group" not in code
     assert re.search(r"call \(emu_ret\d+\), __nvfp4emu_cvt_e2m1x2_f32", code)
-    assert re.search(r"call \(emu_ret\d+\), __nvfp4emu_cvt_f16x2_e2m1x2", code)
+    assert not re.search(r"call \(emu_ret\d+\), __nvfp4emu_cvt_f16x2_e2m1x2", code)          # inline instead
+    assert re.search(r"prmt\.b32 %emu_t\d+", code)
     # a packed-FP4 map counts the innermost coordinate in 4-bit elements, and a map of a type Hopper's TMA lacks is
     # replaced by its UINT8 copy: both go through the library first
     block = re.search(r"\{[^{}]*__nvfp4emu_tma_coord[^{}]*__nvfp4emu_tma_map[^{}]*"
@@ -720,3 +721,52 @@ def test_ptx_the_b200s_ptxas_rejects_is_a_build_failure_not_an_emulation_limit(e
     good.write_text(MODULE.replace("BODY", "add.u32 %r1, %r2, %r3;"))
     assert shims._blackwell_ptxas_rejects(toolchain.real_tool("ptxas"), [args[0], str(good), "-o", args[3]]) is None
     assert not (tmp_path / "bad.cubin").exists()          # the check writes elsewhere
+
+
+def _run_ptx_alu(lines: list[str], registers: dict[str, int]) -> dict[str, int]:
+    """The few 32-bit ALU instructions the inline FP4 conversion emits, executed as the PTX ISA states them (prmt's
+    default mode: each selector nibble's low three bits pick a byte of {b, a}, bit 3 replicates its sign)."""
+    def value(x):
+        return registers[x] if x in registers else int(x, 0)
+    for line in lines:
+        op, args = line.rstrip(";").split(None, 1)
+        d, *src = [a.strip() for a in args.split(",")]
+        v = [value(a) for a in src]
+        if op.startswith(("mov.", "cvt.u32")):
+            out = v[0]
+        elif op == "shl.b32":
+            out = v[0] << v[1]
+        elif op == "and.b32":
+            out = v[0] & v[1]
+        elif op == "or.b32":
+            out = v[0] | v[1]
+        elif op == "prmt.b32":
+            pool = (v[0] & 0xFFFFFFFF) | (v[1] & 0xFFFFFFFF) << 32
+            out = 0
+            for i in range(4):
+                sel = (v[2] >> (4 * i)) & 0xF
+                byte = (pool >> (8 * (sel & 7))) & 0xFF
+                out |= (0xFF if byte & 0x80 else 0) << (8 * i) if sel & 8 else byte << (8 * i)
+        else:
+            raise AssertionError(f"unexpected instruction {line!r}")
+        registers[d] = out & 0xFFFFFFFF
+    return registers
+
+
+def test_the_inline_fp4_to_f16_conversion_is_exact_for_every_pair():
+    """cvt.rn.f16x2.e2m1x2 becomes straight-line PTX; run as the ISA states it, every one of the 256 inputs (and
+    garbage above the byte, which a .b16 source register may hold) gives the exact f16 pair, low nibble first."""
+    import struct
+    new, _ = rewrite(".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k()\n{\n.reg .b16 %rs<2>;\n"
+                     ".reg .b32 %r<2>;\ncvt.rn.f16x2.e2m1x2 %r1, %rs1;\nret;\n}\n", toolchain.library_ptx())
+    block = re.search(r"\{ // nvfp4-arena emulation\n(.*?)\n\t\}", new, re.S).group(1)
+    lines = [x.strip() for x in block.splitlines() if x.strip() and not x.strip().startswith(".reg")]
+    assert not any(x.startswith("call") for x in lines)
+    magnitudes = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    for pair in range(256):
+        registers = _run_ptx_alu(lines, {"%rs1": pair | 0xA500})
+        got = registers["%r1"]
+        for half, nibble in ((got & 0xFFFF, pair & 0xF), (got >> 16, pair >> 4)):
+            want = magnitudes[nibble & 7] * (-1 if nibble & 8 else 1)
+            assert struct.unpack("<e", struct.pack("<H", half))[0] == want and (half >> 15) == (nibble >> 3), \
+                (pair, hex(got))

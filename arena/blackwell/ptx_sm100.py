@@ -1,5 +1,5 @@
-"""The sm_100-only instructions outside tcgen05 that public Blackwell kernels use, rewritten for sm_90a: the FP4 and
-UE8M0 conversions become calls of the emulation library, cluster launch control becomes a cancel that never
+"""The sm_100-only instructions outside tcgen05 that public Blackwell kernels use, rewritten for sm_90a: FP4 to f16
+becomes a byte permute inline, the other FP4 and the UE8M0 conversions calls of the emulation library, cluster launch control becomes a cancel that never
 succeeds, and 256-bit global loads and stores become two 128-bit ones. Text in, text out (ptx_rewrite.rewrite
 runs these after the tcgen05 rewrite)."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ WIDE_GLOBAL = re.compile(r"(?P<guard>@!?[%\w$]+\s+)?(?P<op>(?:ld|st)(?:\.global)
 
 
 def rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
-    """cvt.rn{.relu}.f16x2.e2m1x2 d, a and cvt.rn.satfinite{.relu}.e2m1x2.f32 d, a, b (sm_100 only) as calls."""
+    """cvt.rn.f16x2.e2m1x2 d, a (inline) and cvt.rn.satfinite{.relu}.e2m1x2.f32 d, a, b (a call): sm_100 only."""
     instruction = " ".join(m.group(0).split())
     quals = m.group("quals").split(".")
     guard = (m.group("guard") or "").strip()
@@ -24,7 +24,7 @@ def rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
     relu = "1" if "relu" in quals else "0"
     plain = [q for q in quals if q not in ("relu", "satfinite")]
     if plain == ["rn", "f16x2", "e2m1x2"] and len(operands) == 2 and relu == "0":
-        out = e.call("__nvfp4emu_cvt_f16x2_e2m1x2", [(e.value(operands[1], 32), 32)], 32)
+        out = _f16x2_from_e2m1x2(e, e.value(operands[1], 32))
     elif plain == ["rn", "e2m1x2", "f32"] and "satfinite" in quals and len(operands) == 3:
         out = e.call("__nvfp4emu_cvt_e2m1x2_f32", [(operands[1], 32), (operands[2], 32), (relu, 32)], 32)
     else:
@@ -32,6 +32,26 @@ def rewrite_cvt_fp4(m: re.Match, widths: dict[str, int]) -> str:
     dst, bits = operands[0], e.width(operands[0])
     e.body.append(f"{e.guard}cvt.u{bits}.u32 {dst}, {out};" if bits < 32 else f"{e.guard}mov.b32 {dst}, {out};")
     return e.text()
+
+
+# The f16 high byte of the e2m1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (their low bytes are all zero), as the two
+# words `prmt` picks bytes from: byte i of the pair is magnitude i's.
+_E2M1_F16_HIGH_BYTES = ("0x3E3C3800", "0x46444240")
+
+
+def _f16x2_from_e2m1x2(e: Emitter, pair: str) -> str:
+    """cvt.rn.f16x2.e2m1x2 inline: no call, since CUDA-core GEMVs convert every element they read. One `prmt`
+    looks both magnitudes up (selector nibbles 1 and 3: output bytes 1 and 3; nibbles 0 and 2 pick byte 0, which is
+    zero), and the two sign bits (input bits 3 and 7) move to bits 15 and 31."""
+    low, high, selector, signs, t = (e.temp(32) for _ in range(5))
+    e.body += [f"mov.b32 {low}, {_E2M1_F16_HIGH_BYTES[0]};", f"mov.b32 {high}, {_E2M1_F16_HIGH_BYTES[1]};",
+               f"shl.b32 {selector}, {pair}, 4;", f"and.b32 {selector}, {selector}, 0x70;",
+               f"shl.b32 {t}, {pair}, 8;", f"and.b32 {t}, {t}, 0x7000;", f"or.b32 {selector}, {selector}, {t};",
+               f"prmt.b32 {selector}, {low}, {high}, {selector};",
+               f"shl.b32 {signs}, {pair}, 12;", f"and.b32 {signs}, {signs}, 0x8000;",
+               f"shl.b32 {t}, {pair}, 24;", f"and.b32 {t}, {t}, 0x80000000;", f"or.b32 {signs}, {signs}, {t};",
+               f"or.b32 {signs}, {signs}, {selector};"]
+    return signs
 
 
 def _f32_operand(operand: str) -> str:

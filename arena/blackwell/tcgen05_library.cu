@@ -1982,19 +1982,8 @@ extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_multicast_end(uint32
     if (mask >> d & 1u) emu_complete_tx(emu_pair_barrier_for(mbar, dst, d), bytes);
 }
 
-// ---- sm_100 conversions with FP4 (e2m1) operands: cvt.rn.f16x2.e2m1x2, cvt.rn.satfinite{.relu}.e2m1x2.f32 ----
-
-// Two e2m1 values in the low byte (element 0 in the low nibble) -> f16x2 (element 0 in the low half).
-extern "C" __device__ __noinline__ uint32_t __nvfp4emu_cvt_f16x2_e2m1x2(uint32_t pair) {
-    const unsigned long long high_bytes = 0x464442403E3C3800ull;   // f16 high byte of 0, .5, 1, 1.5, 2, 3, 4, 6
-    uint32_t out = 0;
-    for (int i = 0; i < 2; ++i) {
-        uint32_t nibble = (pair >> (4 * i)) & 0xF;
-        uint32_t half = (uint32_t)((high_bytes >> (8 * (nibble & 7))) & 0xFF) << 8 | (nibble & 8) << 12;
-        out |= half << (16 * i);
-    }
-    return out;
-}
+// ---- sm_100 conversion to FP4 (e2m1): cvt.rn.satfinite{.relu}.e2m1x2.f32 (the other direction, e2m1x2 to f16x2,
+// is inline PTX: arena/blackwell/ptx_sm100.py) ----
 
 // f32 -> e2m1, round to nearest even, saturating to +-6 (.satfinite); NaN -> +6 as the largest finite.
 static __device__ uint32_t emu_e2m1_from_f32(float x, uint32_t relu) {

@@ -12,7 +12,7 @@ bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_predictio
 
 Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
 per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A kernel with no
-tcgen05 MMA that ran natively on the Hopper GPU (no emulated instruction at all: CUDA-core GEMVs) is predicted from
+tcgen05 MMA that ran natively on the Hopper GPU (no MMA, scale copy or torch._scaled_mm emulated: CUDA-core GEMVs) is predicted from
 its own time there, timed as `benchmark` times it (`NativeTiming`):
 
     time = the case's DRAM floor on the B200 + (its time here - its DRAM floor here) x BEYOND_DRAM_RATIO
@@ -147,8 +147,9 @@ def _with_range(us: float, rests_on: str, **parts) -> Prediction:
 
 
 def runs_natively(counts: WorkCounts) -> bool:
-    """No tcgen05 instruction and no emulated torch._scaled_mm: the call's kernels ran at this GPU's own speed."""
-    return not (counts.mmas or counts.allocs or counts.commits or counts.scale_copies or counts.scaled_mm_calls)
+    """No tcgen05 MMA, scale copy or emulated torch._scaled_mm: the call's kernels ran at about this GPU's own
+    speed (what else is emulated, a tensor-memory alloc, a commit, an FP4 conversion, is a few instructions)."""
+    return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls)
 
 
 def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None) -> Prediction:
@@ -161,7 +162,7 @@ def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTimi
 def _from_native(moved: int, dram_us: float, native: NativeTiming) -> Prediction:
     here_floor_us = moved / (native.dram_gbps * 1e3)
     us = dram_us + max(0.0, native.median_us - here_floor_us) * BEYOND_DRAM_RATIO
-    rests_on = (f"no emulated instruction: the call ran natively here in {native.median_us:.2f} µs (median); its "
+    rests_on = (f"no emulated MMA: the call ran natively here in {native.median_us:.2f} µs (median); its "
                 f"DRAM floor at this GPU's measured {native.dram_gbps:.0f} GB/s ({here_floor_us:.2f} µs) becomes the "
                 f"B200's ({dram_us:.2f} µs) and the rest is scaled by {BEYOND_DRAM_RATIO}")
     return Prediction(round(us, 3), round(us * NATIVE_RANGE[0], 3), round(us * NATIVE_RANGE[1], 3), rests_on,

@@ -1,5 +1,5 @@
 """predict mode's work on one case: the checked, emulated call and its counts; then, for a call that issued no
-emulated instruction (it ran at this GPU's own speed), the case timed as `benchmark` times it, briefly; then the
+emulated MMA (it ran at about this GPU's own speed), the case timed as `benchmark` times it, briefly; then the
 B200 time from arena/predict/b200.py."""
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def predict_case(ev: Evaluator, index: int, case: Case, task_name: str, dram_gbp
         native, why = _timed_here(ev, index, case, dram_gbps)
         if native is None:
             result.warnings.append(f"the natively run call was not timed ({why}): predicted from its counts")
+        elif why:
+            result.warnings.append(f"the time here that predicts this case may be off: {why}")
     result.prediction = b200.predict(task_name, case.args, work, native).as_dict()
     return result
 
@@ -44,6 +46,6 @@ def _timed_here(ev: Evaluator, index: int, case: Case, dram_gbps: float) -> tupl
         ev.limits = kept
     if not timed.passed or timed.stats is None:
         return None, timed.error or "no timed call"
-    if timed.untrusted:
-        return None, timed.untrusted
-    return b200.NativeTiming(timed.stats.median / 1e3, dram_gbps), ""
+    # A time the parent's clock doubts (another process on the GPU, host work beyond the GPU's) still predicts:
+    # a prediction is advice, never a ranking; the doubt goes with it as a warning.
+    return b200.NativeTiming(timed.stats.median / 1e3, dram_gbps), timed.untrusted
