@@ -49,8 +49,8 @@ SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (25
                      (512, 3072, 7168, 1): 41.4}
 
 # ---- A call with no emulated instruction, timed on the Hopper GPU (fitted on the CUDA-core GEMVs of the first half)
-BEYOND_DRAM_RATIO = 0.9         # B200 / this GPU for the time a kernel takes beyond its DRAM floor
-NATIVE_RANGE = (0.8, 1.25)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+BEYOND_DRAM_RATIO = 0.4         # B200 / this GPU for the time a kernel takes beyond its DRAM floor
+NATIVE_RANGE = (0.76, 2.38)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
 
