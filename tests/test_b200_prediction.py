@@ -313,3 +313,33 @@ def test_a_native_timing_that_failed_falls_back_to_the_counts_and_one_in_doubt_p
     doubted = prediction.predict_case(_FakeEvaluator({"allocs": 1, "commits": 1}), 0, case, "nvfp4_gemv", 4000.0)
     assert doubted.prediction["hopper_us"] == pytest.approx(40.0)
     assert any(doubt in w and "may be off" in w for w in doubted.warnings)
+
+
+def test_emulated_mma_sites_are_counted_over_cuda_and_dsl_modules(tmp_path, monkeypatch):
+    """take_counts says how many tcgen05.mma instructions the emulated modules hold: CUDA extensions' sites files
+    and the CuTe DSL modules compiled in the process (read or not)."""
+    from arena.blackwell import cute_dsl
+    module = tmp_path / "ext.so"
+    module.write_bytes(b"")
+    (tmp_path / "ext.cuda.o.emu.json").write_text(json.dumps([
+        {"site": 1, "instruction": "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale [%r1], %rd1, %rd2, %r2;"},
+        {"site": 2, "instruction": "tcgen05.commit.cta_group::1.mbarrier::arrive::one.b64 [%rd3];"}]))
+    monkeypatch.setitem(runtime._state, "modules", [str(module)])
+    monkeypatch.setattr(cute_dsl, "_SITES", {1: (object(), {1: "@%p1 tcgen05.mma.cta_group::2.kind::f16 [%r1];",
+                                                             2: "tcgen05.alloc.cta_group::1 [%r2], 32;"})})
+    assert runtime.take_counts()["mma_sites"] == 2
+
+
+def test_a_call_that_counted_no_mma_beside_mma_sites_is_not_predicted_nor_timed(monkeypatch):
+    """Counts out of reach (a CuTe DSL kernel called through TVM FFI) must not pass for a CUDA-core call: it would be
+    timed here with its MMAs emulated. The prediction says why there is none."""
+    lost = b200.WorkCounts(mma_sites=4, tma_loads=0)
+    assert not b200.runs_natively(lost)
+    p = b200.predict("nvfp4_gemm", GEMM, lost, b200.NativeTiming(5000.0, 4000.0))
+    assert p.b200_us is None and "out of reach" in p.rests_on and "4 tcgen05.mma" in p.rests_on
+    from arena.run import prediction
+    from arena.taskdef.specs import Case
+    monkeypatch.setattr(prediction, "benchmark_case", lambda *a: pytest.fail("a call with lost counts was timed"))
+    result = prediction.predict_case(_FakeEvaluator({"mma_sites": 4}), 0, Case(spec="m: 128", args=dict(GEMM)),
+                                     "nvfp4_gemm", 4000.0)
+    assert result.passed and result.prediction["b200_us"] is None

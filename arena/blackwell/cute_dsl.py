@@ -182,6 +182,12 @@ def install() -> None:
     _state["installed"] = True
 
 
+def compiled_sites() -> list[str]:
+    """The rewritten instructions of every DSL module compiled in this process, read or not (a kernel called
+    through TVM FFI loads its library where no reader reaches it)."""
+    return [instruction for _, sites in _SITES.values() for instruction in sites.values()]
+
+
 def readers() -> list:
     """One reader per loaded DSL library: each call returns (its error record's words, the site names) and clears
     the record, or None when it cannot be read."""

@@ -62,7 +62,16 @@ def take_counts() -> dict:
     _state["counts"] = [0] * len(COUNT_WORDS)
     counts["mma_work"] = counts.pop("mma_work_8k") * 8192
     counts["tma_bytes"] = counts.pop("tma_bytes_16") * 16
+    counts["mma_sites"] = emulated_mma_sites()
     return counts
+
+
+def emulated_mma_sites() -> int:
+    """tcgen05.mma instructions in the emulated modules built so far (CUDA extensions, CuTe DSL kernels): beside a
+    call that counted no MMA, they say its counts may be out of reach rather than none."""
+    from arena.blackwell import cute_dsl
+    instructions = [i for module in _state["modules"] for i in _sites(module).values()] + cute_dsl.compiled_sites()
+    return sum(1 for instruction in instructions if "tcgen05.mma" in instruction)
 
 
 def _sites(module_file: str) -> dict[int, str]:

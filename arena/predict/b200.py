@@ -73,6 +73,7 @@ class WorkCounts:
     scale_copies: int = 0
     dynamic_smem: int = 0
     scaled_mm_calls: int = 0
+    mma_sites: int = 0          # tcgen05.mma instructions in the emulated modules built so far (not a count of issues)
 
     @classmethod
     def from_reply(cls, given) -> "WorkCounts":
@@ -147,9 +148,10 @@ def _with_range(us: float, rests_on: str, **parts) -> Prediction:
 
 
 def runs_natively(counts: WorkCounts) -> bool:
-    """No tcgen05 MMA, scale copy or emulated torch._scaled_mm: the call's kernels ran at about this GPU's own
-    speed (what else is emulated, a tensor-memory alloc, a commit, an FP4 conversion, is a few instructions)."""
-    return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls)
+    """No tcgen05 MMA, scale copy or emulated torch._scaled_mm, and no MMA in any emulated module: the call's
+    kernels ran at about this GPU's own speed (what else is emulated, a tensor-memory alloc, a commit, an FP4
+    conversion, is a few instructions)."""
+    return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls or counts.mma_sites)
 
 
 def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None) -> Prediction:
@@ -177,6 +179,10 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
         return Prediction(None, None, None, "no counts: the call did not run under the emulation")
     if native is not None and runs_natively(counts):
         return _from_native(moved, dram_us, native)
+    if counts.mmas == 0 and counts.mma_sites and not counts.scaled_mm_calls:
+        return Prediction(None, None, None, f"not predicted: the emulated modules hold {counts.mma_sites} tcgen05.mma "
+                          "instructions and none was counted, so this call's counts are out of reach (a CuTe DSL "
+                          "kernel called through TVM FFI loads its library where the evaluator cannot read it)")
     if counts.mmas == 0:
         if counts.scaled_mm_calls:
             shapes = _shapes(args)
@@ -192,7 +198,10 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
     ctas = max(counts.allocs, counts.grid_ctas, 1)
     waves = math.ceil(ctas / SMS)
     mma_us = counts.mma_work / ctas / MMA_PER_SM_PER_US
-    loaded = counts.tma_bytes if counts.tma_loads else _operand_bytes(counts)
+    # A TMA load whose box bytes read as zero (a map of a Blackwell-only FP4 type, as CuTe DSL encodes them, keeps
+    # no byte count where the library reads it) counts as if no TMA were counted.
+    measured_tma = counts.tma_loads and counts.tma_bytes
+    loaded = counts.tma_bytes if measured_tma else _operand_bytes(counts)
     tma_us = loaded / ctas / TMA_BYTES_PER_SM_PER_US
     # A commit after every MMA or two, waited on before the next loads (no pipeline): each costs a round trip.
     serial = counts.commits * 2 >= counts.mmas
@@ -201,7 +210,9 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
     us = CALL_US + max(dram_us, sm_us)
     bound = "DRAM" if dram_us >= sm_us else "serial k-loop" if trips_us >= max(mma_us, tma_us) else \
         "MMA" if mma_us >= tma_us else "TMA"
-    source = "tensor TMA loads" if counts.tma_loads else "no tensor TMA counted: the MMAs' operand bytes"
+    source = "tensor TMA loads" if measured_tma else \
+        "tensor TMA loads of unread size: the MMAs' operand bytes" if counts.tma_loads else \
+        "no tensor TMA counted: the MMAs' operand bytes"
     return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}", bound=bound,
                        call_us=CALL_US, dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
                        mma_us_per_cta=round(mma_us, 3), tma_us_per_cta=round(tma_us, 3), waves=waves, ctas=ctas,
