@@ -343,3 +343,23 @@ def test_a_call_that_counted_no_mma_beside_mma_sites_is_not_predicted_nor_timed(
     result = prediction.predict_case(_FakeEvaluator({"mma_sites": 4}), 0, Case(spec="m: 128", args=dict(GEMM)),
                                      "nvfp4_gemm", 4000.0)
     assert result.passed and result.prediction["b200_us"] is None
+
+
+@pytest.mark.gpu
+def test_a_cute_dsl_kernel_called_through_tvm_ffi_has_its_counts_read(tmp_path, hopper_gpu):
+    """On a Hopper GPU with CuTe DSL and apache-tvm-ffi: our DSL GEMM look-alike compiled with --enable-tvm-ffi (its
+    host code loads the library itself) still has its emulation record read: MMAs counted, a prediction made."""
+    pytest.importorskip("cutlass.cute")
+    pytest.importorskip("tvm_ffi")
+    source = open(os.path.join(ROOT, "tests", "blackwell", "cute_dsl_nvfp4_gemm.py")).read()
+    plain = "cute.compile(_gemm, *_pointers(), (0, 0, 0, 0))"
+    assert plain in source
+    variant = tmp_path / "tvm_ffi_gemm.py"
+    variant.write_text(source.replace(plain, plain[:-1] + ', options="--enable-tvm-ffi")'))
+    out = tmp_path / "p.json"
+    done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "2", "--submission", str(variant),
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    prediction = json.loads(out.read_text())["cases"][0]["prediction"]
+    assert prediction["counts"]["mmas"] > 0 and prediction["counts"]["mma_sites"] > 0, prediction
+    assert prediction["b200_us"] > 0
