@@ -9,10 +9,7 @@ host code, JIT-compiled by MLIR's ExecutionEngine, hands that global to cudaLibr
 `install()` makes the DSL target sm_100a on the Hopper GPU and, when `cutlass.base_dsl.compiler` is imported,
 wraps `Compiler.compile`: the pipeline also dumps its PTX, which goes through the ptxas shim (tcgen05 rewritten,
 assembled for sm_90a), and the sm_90a cubin replaces the embedded binary before the JIT sees the module. Each
-loaded library's error record (`__nvfp4emu_state`) is read after every call, as for CUDA extensions. A kernel
-called through TVM FFI (`--enable-tvm-ffi`) loads its library from the JIT's own code: the global that keeps the
-handle is made external at compile time, so that its address can be looked up and the handle read after the first
-call.
+loaded library's error record (`__nvfp4emu_state`) is read after every call, as for CUDA extensions.
 """
 from __future__ import annotations
 
@@ -28,10 +25,6 @@ from arena.blackwell import import_patch
 ARCH = "sm_100a"
 COMPILER_MODULE = "cutlass.base_dsl.compiler"
 EXECUTOR_MODULE = "cutlass.cutlass_dsl.cuda_jit_executor"
-TVM_FFI_MODULE = "cutlass.cutlass_dsl.tvm_ffi_provider"
-# Under --enable-tvm-ffi the host code loads the library itself on its first call and keeps the handle in this
-# private global of the module (cutlass/cutlass_dsl/tvm_ffi_provider.py, `cuda_global_state_symbol`).
-_TVM_FFI_STATE = re.compile(r"^__\w+_cuda_state$")
 _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
@@ -138,69 +131,9 @@ def _wrap_compile(compiler_module) -> None:
         if replace_binary(module, cubin) != 1:
             raise CuteDslEmulationError("the compiled CuTe DSL module holds no single embedded GPU binary to replace")
         _SITES[id(module)] = (module, sites)    # the compiled function keeps this module as its ir_module
-        _export_library_state(module)
 
     compile.__doc__ = original.__doc__
     compiler_module.Compiler.compile = compile
-
-
-def library_state_symbols(module) -> list[str]:
-    """The TVM FFI host code's globals that keep its loaded library (none in a module compiled without it)."""
-    from cutlass._mlir import ir
-    found = []
-    with module.context:
-        for op in module.body.operations:
-            o = op.operation
-            if o.name == "llvm.mlir.global" and "sym_name" in o.attributes:
-                name = ir.StringAttr(o.attributes["sym_name"]).value
-                if _TVM_FFI_STATE.match(name):
-                    found.append(name)
-    return found
-
-
-def _export_library_state(module) -> None:
-    """Give those globals external linkage, so that the JIT's symbol table lists them (a private one is not)."""
-    from cutlass._mlir import ir
-    names = set(library_state_symbols(module))
-    with module.context:
-        for op in module.body.operations:
-            o = op.operation
-            if o.name == "llvm.mlir.global" and "sym_name" in o.attributes and \
-                    ir.StringAttr(o.attributes["sym_name"]).value in names:
-                o.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>")
-
-
-def _tvm_ffi_reader(engine, symbol: str, sites: dict[int, str]):
-    """A reader for the library a TVM FFI function loads on its first call: None until the handle is there."""
-    import ctypes
-    from cuda.bindings import runtime as cudart
-    address = engine.raw_lookup(symbol)
-    found = {}
-
-    def read():
-        if "read" not in found:
-            handle = ctypes.c_uint64.from_address(address).value if address else 0
-            if not handle:
-                return None
-            found["read"] = _reader(cudart.cudaLibrary_t(handle), sites)
-        return found["read"]() if found["read"] else None
-    return read
-
-
-def _wrap_tvm_ffi(provider_module) -> None:
-    cls = provider_module.TVMFFIJitCompiledFunctionBase
-    original = cls.__init__
-
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        module = getattr(self, "ir_module", None)
-        engine = getattr(self, "engine", None)
-        if module is None or engine is None or id(module) not in _SITES:
-            return
-        for symbol in library_state_symbols(module):
-            _state["readers"].append(_tvm_ffi_reader(engine, symbol, _SITES[id(module)][1]))
-
-    cls.__init__ = __init__
 
 
 def _reader(library, sites: dict[int, str]):
@@ -236,7 +169,7 @@ def _wrap_loader(executor_module) -> None:
     cls._load_cuda_library = _load_cuda_library
 
 
-_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader, TVM_FFI_MODULE: _wrap_tvm_ffi}
+_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader}
 
 
 def install() -> None:
