@@ -346,10 +346,10 @@ def test_a_call_that_counted_no_mma_beside_mma_sites_is_not_predicted_nor_timed(
 
 
 @pytest.mark.gpu
-def test_a_cute_dsl_kernel_called_through_tvm_ffi_is_not_predicted_and_says_why(tmp_path, hopper_gpu):
+def test_a_cute_dsl_kernel_called_through_tvm_ffi_has_its_counts_read(tmp_path, hopper_gpu):
     """On a Hopper GPU with CuTe DSL and apache-tvm-ffi: our DSL GEMM look-alike compiled with --enable-tvm-ffi loads
-    its library from the JIT's own code, where the emulation's counts cannot be read. It passes, is neither timed
-    here nor predicted from zero counts, and the line names the reason."""
+    its library from the JIT's own code; the compile hook's accessor reaches the handle, so the emulation record is
+    read as for any DSL kernel: MMAs counted and a prediction made."""
     pytest.importorskip("cutlass.cute")
     pytest.importorskip("tvm_ffi")
     source = open(os.path.join(ROOT, "tests", "blackwell", "cute_dsl_nvfp4_gemm.py")).read()
@@ -361,7 +361,6 @@ def test_a_cute_dsl_kernel_called_through_tvm_ffi_is_not_predicted_and_says_why(
     done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "2", "--submission", str(variant),
                            "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    case = json.loads(out.read_text())["cases"][0]
-    prediction = case["prediction"]
-    assert case["passed"] and prediction["counts"]["mma_sites"] > 0 and prediction["hopper_us"] is None, prediction
-    assert prediction["b200_us"] is None and "TVM FFI" in prediction["rests_on"]
+    prediction = json.loads(out.read_text())["cases"][0]["prediction"]
+    assert prediction["counts"]["mmas"] > 0 and prediction["counts"]["mma_sites"] > 0, prediction
+    assert prediction["b200_us"] > 0 and prediction["hopper_us"] is None

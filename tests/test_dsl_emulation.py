@@ -150,3 +150,56 @@ def test_a_kept_cubin_is_the_emulations_sm90a_one(tmp_path):
     count, blob = out.split()
     assert count == "1"
     assert _sm_of_cubin(bytes.fromhex(blob)) == 90
+
+
+def test_a_tvm_ffi_kernels_library_handle_is_within_the_jits_reach(tmp_path):
+    """A CuTe DSL kernel compiled with --enable-tvm-ffi keeps its loaded library in a private global of its host
+    module, which the JIT's raw_lookup cannot find (it looks up `_mlir_<name>` only). The compile hook adds an
+    accessor: the JIT, built as the DSL builds it (its own runtime library; a stand-in libcuda.so.1 here, where no
+    driver is), returns the global's address through it. Skipped without CuTe DSL, apache-tvm-ffi or a C compiler."""
+    pytest.importorskip("cutlass.cute")
+    pytest.importorskip("tvm_ffi")
+    if find_tool("gcc") is None and find_tool("cc") is None:
+        pytest.skip("no C compiler for the stand-in libcuda.so.1")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "s.c").write_text("int nvfp4emu_stand_in(void) { return 0; }\n")
+    subprocess.run([find_tool("gcc") or find_tool("cc"), "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(stub / "libcuda.so.1"), str(stub / "s.c")], check=True)
+    source = open(os.path.join(ROOT, "tests", "blackwell", "cute_dsl_nvfp4_gemm.py")).read()
+    plain = "cute.compile(_gemm, *_pointers(), (0, 0, 0, 0))"
+    (tmp_path / "tvm_ffi_gemm.py").write_text(source.replace(plain, plain[:-1] + ', options="--enable-tvm-ffi")'))
+    os.environ["LD_LIBRARY_PATH"] = f"{stub}{os.pathsep}{os.environ.get('LD_LIBRARY_PATH', '')}"
+    try:
+        out = _run(f"""
+            import ctypes, os, sys
+            sys.path.insert(0, {str(tmp_path)!r})
+            from arena.blackwell import cute_dsl, toolchain
+            os.environ.update(toolchain.prepare())
+            cute_dsl.install()
+            from cutlass.base_dsl import compiler
+            from cutlass._mlir.execution_engine import ExecutionEngine
+            class Stop(Exception): pass
+            def jit(self, module, opt_level=2, shared_libs=()):
+                engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=list(shared_libs))
+                states = cute_dsl.library_state_symbols(module)
+                direct = [engine.raw_lookup(s) for s in states]
+                accessor = engine.raw_lookup("nvfp4emu_library_state_0")
+                address = ctypes.CFUNCTYPE(ctypes.c_void_p)(accessor)() if accessor else 0
+                with open({str(tmp_path / "seen.txt")!r}, "w") as seen:     # the DSL holds stdout while it compiles
+                    seen.write(f"{{len(states)}} {{direct}} {{bool(accessor)}} {{bool(address)}} "
+                               f"{{ctypes.c_uint64.from_address(address).value if address else -1}}")
+                raise Stop()
+            compiler.Compiler.jit = jit
+            import tvm_ffi_gemm
+            try:
+                tvm_ffi_gemm.compile_only()
+            except Exception as raised:
+                if "Stop" not in repr(raised) and not isinstance(getattr(raised, "cause", None), Stop):
+                    raise
+        """, tmp_path)
+    finally:
+        os.environ["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"].split(os.pathsep, 1)[1]
+    # one state global; not found directly; found through the accessor, holding no handle before any call
+    seen = (tmp_path / "seen.txt").read_text() if (tmp_path / "seen.txt").exists() else out
+    assert seen.split() == ["1", "[0]", "True", "True", "0"], seen

@@ -9,7 +9,10 @@ host code, JIT-compiled by MLIR's ExecutionEngine, hands that global to cudaLibr
 `install()` makes the DSL target sm_100a on the Hopper GPU and, when `cutlass.base_dsl.compiler` is imported,
 wraps `Compiler.compile`: the pipeline also dumps its PTX, which goes through the ptxas shim (tcgen05 rewritten,
 assembled for sm_90a), and the sm_90a cubin replaces the embedded binary before the JIT sees the module. Each
-loaded library's error record (`__nvfp4emu_state`) is read after every call, as for CUDA extensions.
+loaded library's error record (`__nvfp4emu_state`) is read after every call, as for CUDA extensions. A kernel
+called through TVM FFI (`--enable-tvm-ffi`) loads its library from the JIT's own code and keeps the handle in a
+private global: the compiled module gets a function that returns that global's address, and after the first call
+the handle there is read.
 """
 from __future__ import annotations
 
@@ -25,6 +28,13 @@ from arena.blackwell import import_patch
 ARCH = "sm_100a"
 COMPILER_MODULE = "cutlass.base_dsl.compiler"
 EXECUTOR_MODULE = "cutlass.cutlass_dsl.cuda_jit_executor"
+TVM_FFI_MODULE = "cutlass.cutlass_dsl.tvm_ffi_provider"
+# Under --enable-tvm-ffi the host code loads the library itself on its first call and keeps the handle in a private
+# global of the module (cutlass/cutlass_dsl/tvm_ffi_provider.py, `cuda_global_state_symbol`).
+_TVM_FFI_STATE = re.compile(r"^__\w+_cuda_state$")
+# The JIT's raw_lookup(name) finds `_mlir_<name>` only (no data symbol): a function of that name returns the
+# global's address.
+_STATE_ACCESSOR = "nvfp4emu_library_state_{}"
 _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
@@ -131,9 +141,81 @@ def _wrap_compile(compiler_module) -> None:
         if replace_binary(module, cubin) != 1:
             raise CuteDslEmulationError("the compiled CuTe DSL module holds no single embedded GPU binary to replace")
         _SITES[id(module)] = (module, sites)    # the compiled function keeps this module as its ir_module
+        add_library_state_accessors(module)
 
     compile.__doc__ = original.__doc__
     compiler_module.Compiler.compile = compile
+
+
+def library_state_symbols(module) -> list[str]:
+    """The TVM FFI host code's globals that keep its loaded library (none in a module compiled without it)."""
+    from cutlass._mlir import ir
+    found = []
+    with module.context:
+        for op in module.body.operations:
+            o = op.operation
+            if o.name == "llvm.mlir.global" and "sym_name" in o.attributes:
+                name = ir.StringAttr(o.attributes["sym_name"]).value
+                if _TVM_FFI_STATE.match(name):
+                    found.append(name)
+    return found
+
+
+def add_library_state_accessors(module) -> int:
+    """`_mlir_nvfp4emu_library_state_<i>() -> !llvm.ptr` beside each such global: its address, for the JIT's lookup.
+    How many were added; any failure adds none and leaves the module as it was (its kernels then run unread)."""
+    from cutlass._mlir import ir
+    added = []
+    try:
+        with module.context, ir.Location.unknown():
+            for i, symbol in enumerate(library_state_symbols(module)):
+                # parsed beside a stand-in of the global (an op alone cannot name a symbol), then moved over
+                scratch = ir.Module.parse(
+                    f"llvm.mlir.global private @{symbol}(0 : i64) : i64\n"
+                    f"llvm.func @_mlir_{_STATE_ACCESSOR.format(i)}() -> !llvm.ptr {{\n"
+                    f"  %0 = llvm.mlir.addressof @{symbol} : !llvm.ptr\n  llvm.return %0 : !llvm.ptr\n}}")
+                accessor = list(scratch.body.operations)[1]
+                module.body.append(accessor)
+                added.append(accessor)
+            module.operation.verify()
+    except Exception:       # the MLIR bindings raise on text that does not parse or an op that does not verify
+        for accessor in added:
+            accessor.erase()
+        return 0
+    return len(added)
+
+
+def _tvm_ffi_reader(engine, index: int, sites: dict[int, str]):
+    """A reader for the library a TVM FFI function loads on its first call: None until the handle is there."""
+    import ctypes
+    from cuda.bindings import runtime as cudart
+    accessor = engine.raw_lookup(_STATE_ACCESSOR.format(index))
+    address = ctypes.CFUNCTYPE(ctypes.c_void_p)(accessor)() if accessor else None
+    found = {}
+
+    def read():
+        if "read" not in found:
+            handle = ctypes.c_uint64.from_address(address).value if address else 0
+            if not handle:
+                return None
+            found["read"] = _reader(cudart.cudaLibrary_t(handle), sites)
+        return found["read"]() if found["read"] else None
+    return read
+
+
+def _wrap_tvm_ffi(provider_module) -> None:
+    cls = provider_module.TVMFFIJitCompiledFunctionBase
+    original = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        module, engine = getattr(self, "ir_module", None), getattr(self, "engine", None)
+        if module is None or engine is None or id(module) not in _SITES:
+            return
+        for index, _ in enumerate(library_state_symbols(module)):
+            _state["readers"].append(_tvm_ffi_reader(engine, index, _SITES[id(module)][1]))
+
+    cls.__init__ = __init__
 
 
 def _reader(library, sites: dict[int, str]):
@@ -169,7 +251,7 @@ def _wrap_loader(executor_module) -> None:
     cls._load_cuda_library = _load_cuda_library
 
 
-_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader}
+_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader, TVM_FFI_MODULE: _wrap_tvm_ffi}
 
 
 def install() -> None:
