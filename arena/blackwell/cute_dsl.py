@@ -265,8 +265,8 @@ def install() -> None:
 
 
 def compiled_sites() -> list[str]:
-    """The rewritten instructions of every DSL module compiled in this process, read or not (a kernel called
-    through TVM FFI loads its library where no reader reaches it)."""
+    """The rewritten instructions of every DSL module compiled in this process, whether its record is read or
+    not."""
     return [instruction for _, sites in _SITES.values() for instruction in sites.values()]
 
 

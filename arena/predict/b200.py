@@ -11,9 +11,9 @@ bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_predictio
                          tensor memory)
 
 Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
-per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A kernel with no
-tcgen05 MMA that ran natively on the Hopper GPU (no MMA, scale copy or torch._scaled_mm emulated: CUDA-core GEMVs) is predicted from
-its own time there, timed as `benchmark` times it (`NativeTiming`):
+per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A call that ran
+natively on the Hopper GPU (no MMA, scale copy or torch._scaled_mm emulated: CUDA-core GEMVs) is predicted from its
+own time there, timed as `benchmark` times it (`NativeTiming`):
 
     time = the case's DRAM floor on the B200 + (its time here - its DRAM floor here) x BEYOND_DRAM_RATIO
 
@@ -48,7 +48,7 @@ SCALED_MM_US = {(128, 7168, 16384, 1): 22.4, (128, 4096, 7168, 1): 12.5, (128, 7
 SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (256, 3072, 4096, 1): 32.9,
                      (512, 3072, 7168, 1): 41.4}
 
-# ---- A call with no emulated instruction, timed on the Hopper GPU (fitted on the CUDA-core GEMVs of the first half)
+# ---- A call with no emulated MMA, timed on the Hopper GPU (fitted on the CUDA-core GEMVs of the first half)
 BEYOND_DRAM_RATIO = 0.4         # B200 / this GPU for the time a kernel takes beyond its DRAM floor
 NATIVE_RANGE = (0.76, 2.38)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
@@ -115,7 +115,7 @@ class Prediction:
 
 @dataclass(frozen=True)
 class NativeTiming:
-    """A call that issued no emulated instruction, timed on this Hopper GPU as `benchmark` times it."""
+    """A call that issued no emulated MMA, timed on this Hopper GPU as `benchmark` times it."""
     median_us: float            # the median of the timed calls
     dram_gbps: float            # this GPU's DRAM bandwidth, measured in the same run (arena/predict/bandwidth.py)
 
@@ -181,8 +181,8 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
         return _from_native(moved, dram_us, native)
     if counts.mmas == 0 and counts.mma_sites and not counts.scaled_mm_calls:
         return Prediction(None, None, None, f"not predicted: the emulated modules hold {counts.mma_sites} tcgen05.mma "
-                          "instructions and none was counted, so this call's counts are out of reach (a CuTe DSL "
-                          "kernel called through TVM FFI loads its library where the evaluator cannot read it)")
+                          "instructions and none was counted, so this call's counts are out of reach (the library that "
+                          "holds them was not read: a CuTe DSL kernel's through TVM FFI, for one)")
     if counts.mmas == 0:
         if counts.scaled_mm_calls:
             shapes = _shapes(args)
