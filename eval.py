@@ -137,7 +137,8 @@ def benchmark(**options):
 @case_options
 def predict(**options):
     """On a Hopper GPU: run each of task.yml's `benchmarks` once under --emulate-blackwell, check it, and predict
-    its B200 time from what the kernels issued (tcgen05 MMAs, TMA bytes, CTAs), with the parts it is made of.
+    its B200 time from what the kernels issued (tcgen05 MMAs, TMA bytes, CTAs), with the parts it is made of; a
+    call that issues no MMA (a CUDA-core GEMV) is also timed here, and predicted from that time.
     A model, not a measurement: docs/b200_prediction.md gives its constants, their sources and its error."""
     evaluate("predict", options)
 
