@@ -1081,6 +1081,31 @@ static __device__ __forceinline__ uint32_t emu_e2m1x4_to_s8x4(uint32_t nib16) {
   return (pos & ~s) | (neg & s);
 }
 
+// One B column's 64 e2m1 values (two 16-byte chunks) as sixteen s8x4 words, element order kept.
+static __device__ __forceinline__ void emu_fp4_column_s8(const uint4 b0, const uint4 b1, uint32_t bq[16]) {
+  const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
+}
+
+// One accumulator cell's K step: the row's 64 e2m1 values (two 16-byte chunks) against the column's, an exact
+// integer sum per scale block, then one fma per block with the two scales. Both MMA paths (one CTA, a CTA pair)
+// run exactly this, so their arithmetic and its order are the same.
+static __device__ __forceinline__ float emu_fp4_cell(const uint4 a0, const uint4 a1, const uint32_t bq[16],
+                                                     const float sa[4], const float sb[4], uint32_t sf_block,
+                                                     uint32_t nblk, float sign, float acc) {
+  const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+  int part[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int w = 0; w < 8; ++w) {  // word w holds elements 8w .. 8w+7
+    const int blk = (8 * w) / (int)sf_block;
+    part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] & 0xFFFFu), (int)bq[2 * w], part[blk]);
+    part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] >> 16), (int)bq[2 * w + 1], part[blk]);
+  }
+  for (uint32_t j = 0; j < nblk; ++j) acc = fmaf(sign * (float)part[j] * 0.25f, sa[j] * sb[j], acc);
+  return acc;
+}
+
 static __device__ void emu_mma_ordering(uint32_t site, const EmuOp& op);   // (with ld / st tracking)
 
 // Issue: every check that does not depend on the data (descriptors, shapes, columns owned), then queue.
@@ -1140,11 +1165,8 @@ static __device__ __noinline__ void emu_mma_columns(const EmuOp& op, uint32_t n0
   if (m.bits == 4u && !a_in_tmem) {  // mxf4 / mxf4nvf4, both operands in shared memory
     const uint32_t nblk = 64u / m.sf_block;
     for (uint32_t n = n0; n < n1; ++n) {
-      const uint4 b0 = emu_lds128(emu_kmajor_chunk(db, n, 0)), b1 = emu_lds128(emu_kmajor_chunk(db, n, 16));
-      const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
       uint32_t bq[16];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
+      emu_fp4_column_s8(emu_lds128(emu_kmajor_chunk(db, n, 0)), emu_lds128(emu_kmajor_chunk(db, n, 16)), bq);
       float sb[4][4];   // [quarter of the accumulator row][K block]
       for (uint32_t q = 0; q < 4u; ++q)
         for (uint32_t j = 0; j < nblk; ++j) sb[q][j] = emu_scale(SFB, q, n, j, m.sfb_id, m);
@@ -1161,17 +1183,8 @@ static __device__ __noinline__ void emu_mma_columns(const EmuOp& op, uint32_t n0
 #pragma unroll
         for (uint32_t i = 0; i < 4u; ++i) {
           const uint32_t r = r0 + i;
-          const uint4 a0 = emu_lds128(emu_kmajor_chunk(da, r, 0)), a1 = emu_lds128(emu_kmajor_chunk(da, r, 16));
-          const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-          int part[4] = {0, 0, 0, 0};
-#pragma unroll
-          for (int w = 0; w < 8; ++w) {  // word w holds elements 8w .. 8w+7
-            const int blk = (8 * w) / (int)m.sf_block;
-            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] & 0xFFFFu), (int)bq[2 * w], part[blk]);
-            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] >> 16), (int)bq[2 * w + 1], part[blk]);
-          }
-          for (uint32_t j = 0; j < nblk; ++j)
-            acc[i] = fmaf(sign * (float)part[j] * 0.25f, sa[i][j] * sb[r / 32u][j], acc[i]);
+          acc[i] = emu_fp4_cell(emu_lds128(emu_kmajor_chunk(da, r, 0)), emu_lds128(emu_kmajor_chunk(da, r, 16)), bq,
+                                sa[i], sb[r / 32u], m.sf_block, nblk, sign, acc[i]);
         }
 #pragma unroll
         for (uint32_t i = 0; i < 4u; ++i) D[(r0 + i) * EMU_COLS + n] = __float_as_uint(acc[i]);
@@ -1713,12 +1726,9 @@ static __device__ __noinline__ void emu_mma2_columns(const EmuOp& op, const EmuP
     const uint32_t nblk = 64u / m.sf_block;
     for (uint32_t n = n0; n < n1; ++n) {
       const uint32_t bh = n / half_n, bn = n % half_n;
-      const uint4 b0 = emu_ldc128(emu_kmajor_chunk(db, bn, 0) + db_delta[bh]);
-      const uint4 b1 = emu_ldc128(emu_kmajor_chunk(db, bn, 16) + db_delta[bh]);
-      const uint32_t bw[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
       uint32_t bq[16];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) { bq[2 * i] = emu_e2m1x4_to_s8x4(bw[i] & 0xFFFFu); bq[2 * i + 1] = emu_e2m1x4_to_s8x4(bw[i] >> 16); }
+      emu_fp4_column_s8(emu_ldc128(emu_kmajor_chunk(db, bn, 0) + db_delta[bh]),
+                        emu_ldc128(emu_kmajor_chunk(db, bn, 16) + db_delta[bh]), bq);
       float sb[4][4];
       for (uint32_t q = 0; q < 4u; ++q)
         for (uint32_t j = 0; j < nblk; ++j) sb[q][j] = emu_scale(SFB, q, n, j, m.sfb_id, m);
@@ -1733,18 +1743,9 @@ static __device__ __noinline__ void emu_mma2_columns(const EmuOp& op, const EmuP
 #pragma unroll
         for (uint32_t i = 0; i < 4u; ++i) {
           const uint32_t r = r0 + i;
-          const uint4 a0 = emu_ldc128(emu_kmajor_chunk(da, r, 0) + da_delta);
-          const uint4 a1 = emu_ldc128(emu_kmajor_chunk(da, r, 16) + da_delta);
-          const uint32_t aw[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-          int part[4] = {0, 0, 0, 0};
-#pragma unroll
-          for (int w = 0; w < 8; ++w) {
-            const int blk = (8 * w) / (int)m.sf_block;
-            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] & 0xFFFFu), (int)bq[2 * w], part[blk]);
-            part[blk] = __dp4a((int)emu_e2m1x4_to_s8x4(aw[w] >> 16), (int)bq[2 * w + 1], part[blk]);
-          }
-          for (uint32_t j = 0; j < nblk; ++j)
-            acc[i] = fmaf(sign * (float)part[j] * 0.25f, sa[i][j] * sb[r / 32u][j], acc[i]);
+          acc[i] = emu_fp4_cell(emu_ldc128(emu_kmajor_chunk(da, r, 0) + da_delta),
+                                emu_ldc128(emu_kmajor_chunk(da, r, 16) + da_delta), bq, sa[i], sb[r / 32u],
+                                m.sf_block, nblk, sign, acc[i]);
         }
 #pragma unroll
         for (uint32_t i = 0; i < 4u; ++i) D[(r0 + i) * EMU_COLS + n] = __float_as_uint(acc[i]);
