@@ -70,8 +70,11 @@ def emulated_mma_sites() -> int:
     """tcgen05.mma instructions in the emulated modules built so far (CUDA extensions, CuTe DSL kernels): beside a
     call that counted no MMA, they say its counts may be out of reach rather than none."""
     from arena.blackwell import cute_dsl
-    instructions = [i for module in _state["modules"] for i in _sites(module).values()] + cute_dsl.compiled_sites()
-    return sum(1 for instruction in instructions if "tcgen05.mma" in instruction)
+    known = _state.setdefault("mma_sites", {})      # a built module's sites never change: read its files once
+    for module in _state["modules"]:
+        if module not in known:
+            known[module] = sum(1 for i in _sites(module).values() if "tcgen05.mma" in i)
+    return sum(known[m] for m in _state["modules"]) + sum(1 for i in cute_dsl.compiled_sites() if "tcgen05.mma" in i)
 
 
 def _sites(module_file: str) -> dict[int, str]:
