@@ -13,7 +13,8 @@ cannot judge, timed out: with the cases passed before the cut; a cut run with a 
 B200's, whether they agree, the seconds to the worker's start (the build), of the cases after it and in all, and
 the first line that explains a verdict other than pass. Then the agreement on files with a known outcome, the
 count of opaque device faults (a fault that is neither named by the emulation nor said to be beyond it), which
-must be zero, and of files whose cases took more than 120 s after the build. Writes DIR/agreement.tsv and each run's JSON and output.
+must be zero, and of files whose cases took more than 120 s after the build. Writes DIR/agreement.tsv (a row as
+each file finishes, so a run cut short keeps what it judged) and each run's JSON and output.
 """
 from __future__ import annotations
 
@@ -158,9 +159,20 @@ def main() -> int:
     gpus = [g for g in args.gpus.split(",") if g] or [None]
     # The slowest first (CuTe DSL and CUDA builds), so the pool's tail is short.
     entries.sort(key=lambda e: e["style"] not in ("cute_dsl", "cuda"))
+    # Each row is written as its file finishes: a run cut short (the device call's own limit) keeps what it judged.
+    tsv = open(os.path.join(args.out, "agreement.tsv"), "w", buffering=1)
+    tsv.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\tcases_s\ttotal_s\twhy\n")
+
+    def judged(index_entry: tuple[int, dict]) -> Row:
+        r = run_one(index_entry[1], gpus[index_entry[0] % len(gpus)], args.limit, args.out)
+        tsv.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
+                  f"{r.cases_s:.0f}\t{r.total_s:.0f}\t{r.why}\n")
+        print(f"done: {r.file} {r.verdict} ({r.total_s:.0f} s)", file=sys.stderr, flush=True)
+        return r
+
     with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda ie: run_one(ie[1], gpus[ie[0] % len(gpus)], args.limit, args.out),
-                             enumerate(entries)))
+        rows = list(pool.map(judged, enumerate(entries)))
+    tsv.close()
     rows.sort(key=lambda r: r.file)
     print("| file | style | B200 | here | same? | cases | build s | cases s | total s | why |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -176,11 +188,6 @@ def main() -> int:
           f"{sum(r.verdict == 'timed out' for r in rows)}; opaque faults: {len(opaque)}; "
           f"files: {len(rows)}; slowest: {max((r.total_s for r in rows), default=0):.0f} s; cases after the build "
           f"over 120 s: {sum(r.cases_s > 120 for r in rows)}")
-    with open(os.path.join(args.out, "agreement.tsv"), "w") as f:
-        f.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\tcases_s\ttotal_s\twhy\n")
-        for r in rows:
-            f.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
-                    f"{r.cases_s:.0f}\t{r.total_s:.0f}\t{r.why}\n")
     return 0
 
 
