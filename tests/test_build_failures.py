@@ -83,6 +83,18 @@ def test_a_build_at_the_first_call_is_named_as_at_import():
     assert "extension 'passthrough_at_call_ext' does not build: main.cpp:5: error: expected" in error, error
 
 
+@pytest.mark.slow       # g++ builds torch's extension header: about 20 s
+@pytest.mark.skipif(find_tool("g++") is None and find_tool("c++") is None, reason="no C++ compiler")
+def test_a_build_that_failed_at_the_first_call_is_named_again_at_the_next():
+    """torch does not rebuild sources it has tried: the second call imports a library the failed build never
+    wrote. That case gets the build's cause too, not "cannot open shared object file"."""
+    run = run_eval("test", spec_file(SMALL), "--submission", submission("extension_error_at_first_call.py"), popcorn=True)
+    assert run.code == 112
+    for case in ("test.0.error", "test.1.error"):
+        assert "extension 'passthrough_at_call_ext' does not build: main.cpp:5: error: expected" in run.keys[case], \
+            run.keys[case]
+
+
 @needs_nvcc
 def test_a_header_missing_inside_cutlass_names_an_incomplete_copy(tmp_path):
     """CUTLASS present but one of its files gone (a partial install, or two versions mixed): say so, not that

@@ -63,6 +63,30 @@ def _from_cpp_extension(error: BaseException) -> bool:
     return False
 
 
+_BUILT_NOT = re.compile(r"extension '([^']+)' does not build")
+_LIBRARY_NEVER_WRITTEN = re.compile(r"/([\w.+-]+)\.so: cannot open shared object file")
+
+
+class BuildFailures:
+    """The load_inline extensions whose build failed in this process, each with the line that named why. torch
+    does not rebuild sources it has already tried, so a later call fails with an ImportError of the library the
+    failed build never wrote; that call is given the build's own cause instead."""
+
+    def __init__(self):
+        self.causes: dict[str, str] = {}
+
+    def remember(self, explained: str) -> None:
+        """`explained`: the line a failed call got (load_inline_failure's words, possibly behind a prefix)."""
+        named = _BUILT_NOT.search(explained)
+        if named:
+            self.causes.setdefault(named.group(1), explained)
+
+    def cause_of(self, error: BaseException) -> str | None:
+        """The remembered cause when `error` is the import of a library whose build failed earlier, else None."""
+        missing = _LIBRARY_NEVER_WRITTEN.search(str(error)) if isinstance(error, ImportError) else None
+        return self.causes.get(missing.group(1)) if missing else None
+
+
 def load_inline_failure(error: BaseException, submission: str) -> str | None:
     """One line for a load_inline that failed: the build's cause when it ran ("extension 'x' does not build:
     ..."), or, when torch could not even start it (a CPU-only torch has no CUDA_HOME), a constant source of

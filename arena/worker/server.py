@@ -11,6 +11,7 @@ import os
 import socket
 import traceback
 
+from arena.compile.diagnosis import BuildFailures
 from arena.worker.session import NotPlain, Session, foreign_threads
 
 CHANNEL_FD_ENV = "ARENA_CHANNEL_FD"
@@ -159,6 +160,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": list(warnings) + _notices(emulation, blackwell)})
     ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
+    failed_builds = BuildFailures()      # a build that failed in one call is named again in the next ones
     while True:
         try:
             request, fds = channel.receive(sock)
@@ -183,7 +185,9 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
-            reply = {"error": _explained(error, capability, blackwell=blackwell),
+            explained = failed_builds.cause_of(error) or _explained(error, capability, blackwell=blackwell)
+            failed_builds.remember(explained)
+            reply = {"error": explained,
                      "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()}
         out_fds = []
         if "outputs" in reply:
