@@ -242,6 +242,22 @@ def test_a_call_that_ran_natively_is_predicted_from_its_time_here():
     assert quick.b200_us == pytest.approx(moved / b200.DRAM_BYTES_PER_US, abs=1e-3)
 
 
+def test_a_call_far_from_its_dram_floor_here_is_scaled_as_latency_bound():
+    """A call that moved under LATENCY_BOUND_SHARE of the bandwidth here keeps about its time (a B200 SM is not
+    faster at latency); one just above it is scaled as memory-bound. The line says which."""
+    moved = b200.dram_bytes("nvfp4_gemv", GEMV)
+    floor_us = moved / (4000 * 1e3)
+    b200_floor_us = moved / b200.DRAM_BYTES_PER_US
+    slow = floor_us / (b200.LATENCY_BOUND_SHARE * 0.9)          # moved 90 % of the threshold's share
+    fast = floor_us / (b200.LATENCY_BOUND_SHARE * 1.1)
+    p_slow = b200.predict("nvfp4_gemv", GEMV, b200.WorkCounts(), b200.NativeTiming(slow, 4000.0))
+    p_fast = b200.predict("nvfp4_gemv", GEMV, b200.WorkCounts(), b200.NativeTiming(fast, 4000.0))
+    assert p_slow.b200_us == pytest.approx(b200_floor_us + (slow - floor_us) * b200.LATENCY_BOUND_RATIO, abs=1e-3)
+    assert p_fast.b200_us == pytest.approx(b200_floor_us + (fast - floor_us) * b200.BEYOND_DRAM_RATIO, abs=1e-3)
+    assert "latency-bound" in p_slow.rests_on and "memory-bound" in p_fast.rests_on
+    assert p_slow.b200_us > 1.5 * p_fast.b200_us
+
+
 @pytest.mark.parametrize("emulated", [{"mmas": 1, "mma_work": 8192}, {"scale_copies": 1}, {"scaled_mm_calls": 1}])
 def test_a_call_with_emulated_work_is_never_predicted_from_its_time_here(emulated):
     counts = b200.WorkCounts(**emulated)

@@ -49,7 +49,12 @@ SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (25
                      (512, 3072, 7168, 1): 41.4}
 
 # ---- A call with no emulated MMA, timed on the Hopper GPU (fitted on the CUDA-core GEMVs of the first half)
-BEYOND_DRAM_RATIO = 0.4         # B200 / this GPU for the time a kernel takes beyond its DRAM floor
+# A call far from its DRAM floor here (a small share of this GPU's bandwidth) is bound by latency and issue, which
+# a B200 SM runs at about the same speed (the fitted ratio is near 132 / 148, the SM counts); one nearer the floor
+# is bound by memory, which a B200 moves much faster.
+LATENCY_BOUND_SHARE = 0.07      # below this share of the DRAM bandwidth here, a call counts as latency-bound
+BEYOND_DRAM_RATIO = 0.35        # B200 / this GPU for the time a kernel takes beyond its DRAM floor
+LATENCY_BOUND_RATIO = 0.9       # ... for a latency-bound one
 NATIVE_RANGE = (0.76, 2.38)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
@@ -163,10 +168,14 @@ def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTimi
 
 def _from_native(moved: int, dram_us: float, native: NativeTiming) -> Prediction:
     here_floor_us = moved / (native.dram_gbps * 1e3)
-    us = dram_us + max(0.0, native.median_us - here_floor_us) * BEYOND_DRAM_RATIO
+    share = here_floor_us / native.median_us
+    latency_bound = share < LATENCY_BOUND_SHARE
+    ratio = LATENCY_BOUND_RATIO if latency_bound else BEYOND_DRAM_RATIO
+    us = dram_us + max(0.0, native.median_us - here_floor_us) * ratio
     rests_on = (f"no emulated MMA: the call ran natively here in {native.median_us:.2f} µs (median); its "
                 f"DRAM floor at this GPU's measured {native.dram_gbps:.0f} GB/s ({here_floor_us:.2f} µs) becomes the "
-                f"B200's ({dram_us:.2f} µs) and the rest is scaled by {BEYOND_DRAM_RATIO}")
+                f"B200's ({dram_us:.2f} µs) and the rest is scaled by {ratio} (it moved {100 * share:.0f} % of the "
+                f"bandwidth here: {'latency' if latency_bound else 'memory'}-bound)")
     return Prediction(round(us, 3), round(us * NATIVE_RANGE[0], 3), round(us * NATIVE_RANGE[1], 3), rests_on,
                       bound="time here", dram_us=round(dram_us, 3), dram_bytes=moved,
                       hopper_us=round(native.median_us, 3), here_dram_gbps=round(native.dram_gbps, 1))

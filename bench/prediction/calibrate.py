@@ -15,7 +15,8 @@ DIR/runs.jsonl, a line per file as it ends.
 
 `fit`: splits the files in two halves by a hash of their id (a file's shapes stay together), fits the model's
 four free constants (per-call cost, CTA fill, per-SM TMA rate, serial round trip) on the first half's counted
-calls, and BEYOND_DRAM_RATIO on its calls timed here (they ran natively), each by a grid search over the median
+calls, and the three of the calls timed here (they ran natively: LATENCY_BOUND_SHARE, LATENCY_BOUND_RATIO,
+BEYOND_DRAM_RATIO) on those, each by a grid search over the median
 of |log(predicted / logged)|, and prints every file and shape with its prediction from
 those constants, then per half the median relative error and the Spearman rank correlation of the files'
 geometric means (per problem, and over all; tied values share their mean rank). With --constants as they stand in b200.py it checks them instead of fitting.
@@ -195,14 +196,17 @@ def median_abs_log_error(obs: list[dict]) -> float:
     return statistics.median(abs(e) for e in errors) if errors else math.inf
 
 
-def fit_native(obs: list[dict]) -> float:
-    """BEYOND_DRAM_RATIO for the calls that ran natively: the grid's best median |log(predicted / logged)|."""
-    best, best_score = b200.BEYOND_DRAM_RATIO, math.inf
-    for ratio in [x / 20 for x in range(6, 31)]:
-        b200.BEYOND_DRAM_RATIO = ratio
+def fit_native(obs: list[dict]) -> tuple[float, float, float]:
+    """(LATENCY_BOUND_SHARE, LATENCY_BOUND_RATIO, BEYOND_DRAM_RATIO) for the calls that ran natively: the grid's
+    best median |log(predicted / logged)|; the three stay set as fitted."""
+    best, best_score = (b200.LATENCY_BOUND_SHARE, b200.LATENCY_BOUND_RATIO, b200.BEYOND_DRAM_RATIO), math.inf
+    for values in itertools.product([0.0, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.1, 0.12, 0.15],
+                                    [x / 20 for x in range(8, 21)], [x / 20 for x in range(6, 31)]):
+        b200.LATENCY_BOUND_SHARE, b200.LATENCY_BOUND_RATIO, b200.BEYOND_DRAM_RATIO = values
         score = median_abs_log_error(obs)
         if score < best_score:
-            best, best_score = ratio, score
+            best, best_score = values, score
+    b200.LATENCY_BOUND_SHARE, b200.LATENCY_BOUND_RATIO, b200.BEYOND_DRAM_RATIO = best
     return best
 
 
@@ -287,8 +291,9 @@ def fit_command(args) -> int:
                   f"TMA_BYTES_PER_SM_PER_US = {constants[2]:.0f}, ROUND_TRIP_US = {constants[3]}")
             print(f"RANGE = {percentiles(counted)}  (10th and 90th percentiles of logged / predicted, half 0)")
         if timed:
-            b200.BEYOND_DRAM_RATIO = fit_native(timed)
-            print(f"fitted on half 0: BEYOND_DRAM_RATIO = {b200.BEYOND_DRAM_RATIO}")
+            share, latency, beyond = fit_native(timed)
+            print(f"fitted on half 0: LATENCY_BOUND_SHARE = {share}, LATENCY_BOUND_RATIO = {latency}, "
+                  f"BEYOND_DRAM_RATIO = {beyond}")
             print(f"NATIVE_RANGE = {percentiles(timed)}  (the same, calls timed here)")
     print("\nhalf\tproblem\tkind\tid\tshape\tlogged_us\tpredicted_us\tbound\tratio")
     for o in sorted(obs, key=lambda o: (o["half"], o["problem"], o["id"], o["shape"])):
