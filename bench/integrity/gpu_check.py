@@ -70,7 +70,9 @@ CHECKS = [
           error=("changed after custom_kernel returned", "returned the input c unchanged")),
     Check("output on the CPU", exploit("out_cpu_device"), "test", SMALL, error="a CPU tensor arrived where the device is cuda"),
     Check("untouched c", exploit("out_untouched_c"), "test", SMALL, error="returned the input c unchanged"),
-    Check("fp32 output", exploit("out_fp32"), "test", SMALL, error="output dtype is torch.float32"),
+    # right values in fp32: compared by value as the competition does, with a warning (--strict refuses it)
+    Check("fp32 output", exploit("out_fp32"), "test", SMALL,
+          warning=("output dtype is torch.float32, expected torch.float16: compared by value",)),
     Check("replay: same cached tensor per shape", exploit("replay_shape"), "leaderboard", SMALL,
           error=("are the same memory", "a timed output is wrong")),
     Check("replay keyed on _version", exploit("replay_version"), "leaderboard", SMALL,
