@@ -55,7 +55,7 @@ SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (25
 LATENCY_BOUND_SHARE = 0.07      # below this share of the DRAM bandwidth here, a call counts as latency-bound
 BEYOND_DRAM_RATIO = 0.35        # B200 / this GPU for the time a kernel takes beyond its DRAM floor
 LATENCY_BOUND_RATIO = 0.9       # ... for a latency-bound one
-NATIVE_RANGE = (0.76, 2.38)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+NATIVE_RANGE = (0.61, 1.59)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
 
