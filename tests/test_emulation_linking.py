@@ -232,15 +232,21 @@ def test_reads_of_an_over_aligned_window_are_rounded_and_other_uses_keep_the_mer
            "mov.b32 %r1, %emu_window;" in rounded
     assert "@%p1 and.b64 %emu_window, %emu_window, 0xfffffffffffffc00; @%p1 cvta.shared.u64 %rd1, %emu_window;" \
            in rounded
-    assert align_window_references(module + "ld.shared.u32 %r2, [w+16];\n") is None      # an address operand
+    # a shared load or store at an address operand (CuTe DSL's form) takes the rounded address in a register
+    operands = align_window_references(module + "\tld.shared.u32 \t%r2, [w+120];\n@%p2 st.shared.v2.u32 [w-8], {%r1, %r2};\n")
+    assert "and.b32 %emu_window_at, %emu_window_at, 0xfffffc00; ld.shared.u32 \t%r2, [%emu_window_at+120]; }" in operands
+    assert "@%p2 st.shared.v2.u32 [%emu_window_at-8], {%r1, %r2}; }" in operands
+    # any other instruction at such an address (the emulation rewrites some), or a labelled line: merged
+    assert align_window_references(module + "mbarrier.try_wait.parity.shared.b64 %p1, [w+16], %r1;\n") is None
+    assert align_window_references(module + "L1: ld.shared.u32 %r2, [w+16];\n") is None
     plain = ".extern .shared .align 16 .b8 w[];\nld.shared.u32 %r2, [w+16];\n"
     assert align_window_references(plain) == plain
 
 
 @pytest.mark.slow
-def test_only_modules_built_through_the_nvcc_shim_are_linked(emulation_env, tmp_path):
-    """CuTe DSL and Triton run the ptxas shim themselves (one kernel a module): their modules keep the library
-    merged; nvcc's modules (the shim sets NVFP4EMU_LINK for its ptxas) are linked."""
+def test_the_ptxas_shim_links_only_where_asked(emulation_env, tmp_path):
+    """The ptxas shim links a module with the library's cubin where NVFP4EMU_LINK asks (the nvcc shim and CuTe
+    DSL's hook set it; Triton, which runs the shim itself, does not) and merges the library otherwise."""
     cuobjdump = find_tool("cuobjdump")
     if cuobjdump is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")

@@ -84,7 +84,9 @@ def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
             f.write(text.rstrip(b"\0"))
     cubin = ptx_path + ".sm90a.cubin"
     sites_file = cubin + ".emu.json"
-    env = dict(os.environ, **{toolchain.SITES_ENV: sites_file})
+    # linked with the library's cubin (assembled once per register cap): about 1 s a kernel where the merged build
+    # reassembles the library each time (30-40 s on one core)
+    env = dict(os.environ, **{toolchain.SITES_ENV: sites_file, toolchain.LINK_ENV: "1"})
     shim = os.path.join(toolchain.workdir(), "shims", "ptxas")
     done = subprocess.run([shim, f"-arch={ARCH}", ptx_path, "-o", cubin], capture_output=True, text=True, env=env)
     if done.returncode != 0:

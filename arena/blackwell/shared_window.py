@@ -29,8 +29,9 @@ def dynamic_shared_alignment(ptx: str) -> int:
 
 def align_window_references(ptx: str) -> str | None:
     """The module with each read of an over-aligned window's address (`mov.u32/u64 %r, window;`,
-    `cvta.shared.u64 %rd, window;`) rounded up to the window's alignment; None where the window is used in another
-    form (an address operand such as `[window+16]`), which the caller then assembles whole instead of linking."""
+    `cvta.shared.u64 %rd, window;`, the address `[window+16]` of a shared load or store on a line of its own) rounded up
+    to the window's alignment; None where the window is used in another form, which the caller then assembles
+    whole instead of linking."""
     for m in _WINDOW.finditer(strip_comments(ptx)):
         alignment, symbol = int(m.group(1)), m.group(2)
         if alignment <= _DEFAULT_ALIGNMENT:
@@ -45,9 +46,23 @@ def align_window_references(ptx: str) -> str | None:
                     f"{guard}{last}{bits} {dst}, {temp}; }}")
 
         name = re.escape(symbol)
+        at = re.compile(rf"\[\s*{name}\s*(?P<offset>[+-]\s*\d+)?\s*\]")
+
+        def statement(found: re.Match, alignment=alignment, symbol=symbol, at=at) -> str:
+            # a plain shared load or store at `[window+16]` (CuTe DSL writes them; the emulation rewrites none of
+            # these): the statement takes a rounded register instead
+            temp = "%emu_window_at"
+            body = at.sub(lambda o: f"[{temp}{(o.group('offset') or '').replace(' ', '')}]", found.group("body"))
+            return (f"{found.group('indent')}{{ .reg .b32 {temp}; mov.u32 {temp}, {symbol}; "
+                    f"add.u32 {temp}, {temp}, {alignment - 1}; and.b32 {temp}, {temp}, {(1 << 32) - alignment:#x}; "
+                    f"{body} }}")
+
         ptx = re.sub(rf"(?P<guard>@!?%[\w$]+\s+)?(?P<op>mov|cvta\.shared)\.[ub](?P<bits>32|64)\s+(?P<dst>%[\w$]+)\s*,"
                      rf"\s*{name}\s*;", rounded, ptx)
-        uses = re.sub(rf"mov\.u(?:32|64) %emu_window, {name};", "", strip_comments(ptx))
+        ptx = re.sub(rf"^(?P<indent>[ \t]*)(?P<body>(?:@!?%[\w$]+\s+)?(?:ld|st|atom|red)\.shared\b[^\n;]*"
+                     rf"\[\s*{name}\s*(?:[+-]\s*\d+)?\s*\][^\n;]*;)",
+                     statement, ptx, flags=re.M)
+        uses = re.sub(rf"mov\.u(?:32|64) %emu_window(?:_at)?, {name};", "", strip_comments(ptx))
         if len(re.findall(rf"(?<![\w$]){name}(?![\w$])", uses)) > 1:     # more than its declaration
             return None
     return ptx

@@ -91,9 +91,9 @@ def ptxas(args: list[str]) -> int:
     # A CUDA source's module (built through the nvcc shim) is assembled alone and linked with the library's cubin
     # (assembled once per register cap) instead of reassembling the library with every module; the library is
     # merged into the module's text where the build asks for relocatable code (-c: nvcc -rdc), where the module
-    # uses an over-aligned dynamic shared window in a form shared_window cannot round, for CuTe DSL and Triton
-    # modules (one kernel each, quick to assemble; two public CuTe DSL GEMMs failed linked and passed merged), and
-    # where assembling alone or linking fails (the merged build then gives ptxas's own verdict).
+    # uses an over-aligned dynamic shared window in a form shared_window cannot round, for Triton modules (the
+    # nvcc shim and CuTe DSL's hook ask for the link), and where assembling alone or linking fails (the merged
+    # build then gives ptxas's own verdict).
     relocatable = any(a in ("-c", "--compile-only") for a in args)
     windowed = None
     if os.environ.get(toolchain.LINK_ENV) == "1" and not relocatable:
