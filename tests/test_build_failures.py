@@ -88,7 +88,8 @@ def test_a_build_at_the_first_call_is_named_as_at_import():
 def test_a_build_that_failed_at_the_first_call_is_named_again_at_the_next():
     """torch does not rebuild sources it has tried: the second call imports a library the failed build never
     wrote. That case gets the build's cause too, not "cannot open shared object file"."""
-    run = run_eval("test", spec_file(SMALL), "--submission", submission("extension_error_at_first_call.py"), popcorn=True)
+    run = run_eval("test", spec_file(SMALL), "--submission", submission("extension_error_at_first_call.py"),
+                   popcorn=True)
     assert run.code == 112
     for case in ("test.0.error", "test.1.error"):
         assert "extension 'passthrough_at_call_ext' does not build: main.cpp:5: error: expected" in run.keys[case], \

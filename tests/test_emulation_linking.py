@@ -233,8 +233,10 @@ def test_reads_of_an_over_aligned_window_are_rounded_and_other_uses_keep_the_mer
     assert "@%p1 and.b64 %emu_window, %emu_window, 0xfffffffffffffc00; @%p1 cvta.shared.u64 %rd1, %emu_window;" \
            in rounded
     # a shared load or store at an address operand (CuTe DSL's form) takes the rounded address in a register
-    operands = align_window_references(module + "\tld.shared.u32 \t%r2, [w+120];\n@%p2 st.shared.v2.u32 [w-8], {%r1, %r2};\n")
-    assert "and.b32 %emu_window_at, %emu_window_at, 0xfffffc00; ld.shared.u32 \t%r2, [%emu_window_at+120]; }" in operands
+    operands = align_window_references(module + "\tld.shared.u32 \t%r2, [w+120];\n"
+                                                "@%p2 st.shared.v2.u32 [w-8], {%r1, %r2};\n")
+    assert "and.b32 %emu_window_at, %emu_window_at, 0xfffffc00; " \
+           "ld.shared.u32 \t%r2, [%emu_window_at+120]; }" in operands
     assert "@%p2 st.shared.v2.u32 [%emu_window_at-8], {%r1, %r2}; }" in operands
     # any other instruction at such an address (the emulation rewrites some), or a labelled line: merged
     assert align_window_references(module + "mbarrier.try_wait.parity.shared.b64 %p1, [w+16], %r1;\n") is None

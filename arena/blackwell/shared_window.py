@@ -29,9 +29,9 @@ def dynamic_shared_alignment(ptx: str) -> int:
 
 def align_window_references(ptx: str) -> str | None:
     """The module with each read of an over-aligned window's address (`mov.u32/u64 %r, window;`,
-    `cvta.shared.u64 %rd, window;`, the address `[window+16]` of a shared load or store on a line of its own) rounded up
-    to the window's alignment; None where the window is used in another form, which the caller then assembles
-    whole instead of linking."""
+    `cvta.shared.u64 %rd, window;`, the address `[window+16]` of a shared load or store on a line of its own)
+    rounded up to the window's alignment; None where the window is used in another form, which the caller then
+    assembles whole instead of linking."""
     for m in _WINDOW.finditer(strip_comments(ptx)):
         alignment, symbol = int(m.group(1)), m.group(2)
         if alignment <= _DEFAULT_ALIGNMENT:
