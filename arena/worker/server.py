@@ -11,7 +11,6 @@ import os
 import socket
 import traceback
 
-from arena.compile.diagnosis import BuildFailures
 from arena.worker.session import NotPlain, Session, foreign_threads
 
 CHANNEL_FD_ENV = "ARENA_CHANNEL_FD"
@@ -160,7 +159,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": list(warnings) + _notices(emulation, blackwell)})
     ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
-    failed_builds = BuildFailures()      # a build that failed in one call is named again in the next ones
+    failed_builds = None     # a build that failed in one call is named again in the next ones (made at a first error)
     while True:
         try:
             request, fds = channel.receive(sock)
@@ -185,6 +184,9 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         except NotPlain as error:
             reply = {"error": str(error)}
         except BaseException as error:
+            if failed_builds is None:    # arena.compile only once a call failed: it stays off the worker's start
+                from arena.compile.diagnosis import BuildFailures
+                failed_builds = BuildFailures()
             explained = failed_builds.cause_of(error) or _explained(error, capability, blackwell=blackwell)
             failed_builds.remember(explained)
             reply = {"error": explained,
