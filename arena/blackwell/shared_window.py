@@ -27,6 +27,12 @@ def dynamic_shared_alignment(ptx: str) -> int:
     return max([_DEFAULT_ALIGNMENT] + [int(a) for a in _EXTERN_SHARED.findall(strip_comments(ptx))])
 
 
+def _round_up(temp: str, symbol: str, alignment: int, bits: int, guard: str = "") -> str:
+    """`temp` = the address of `symbol` rounded up to `alignment` (three statements, each under `guard`)."""
+    return (f"{guard}mov.u{bits} {temp}, {symbol}; {guard}add.u{bits} {temp}, {temp}, {alignment - 1}; "
+            f"{guard}and.b{bits} {temp}, {temp}, {(1 << bits) - alignment:#x}; ")
+
+
 def align_window_references(ptx: str) -> str | None:
     """The module with each read of an over-aligned window's address (`mov.u32/u64 %r, window;`,
     `cvta.shared.u64 %rd, window;`, the address `[window+16]` of a shared load or store on a line of its own)
@@ -39,11 +45,9 @@ def align_window_references(ptx: str) -> str | None:
 
         def rounded(found: re.Match, alignment=alignment, symbol=symbol) -> str:
             guard, bits, dst = found.group("guard") or "", found.group("bits"), found.group("dst")
-            temp, mask = "%emu_window", (1 << int(bits)) - alignment
             last = "cvta.shared.u" if found.group("op").startswith("cvta") else "mov.b"
-            return (f"{{ .reg .b{bits} {temp}; {guard}mov.u{bits} {temp}, {symbol}; "
-                    f"{guard}add.u{bits} {temp}, {temp}, {alignment - 1}; {guard}and.b{bits} {temp}, {temp}, {mask:#x}; "
-                    f"{guard}{last}{bits} {dst}, {temp}; }}")
+            return (f"{{ .reg .b{bits} %emu_window; {_round_up('%emu_window', symbol, alignment, int(bits), guard)}"
+                    f"{guard}{last}{bits} {dst}, %emu_window; }}")
 
         name = re.escape(symbol)
         at = re.compile(rf"\[\s*{name}\s*(?P<offset>[+-]\s*\d+)?\s*\]")
@@ -53,9 +57,7 @@ def align_window_references(ptx: str) -> str | None:
             # these): the statement takes a rounded register instead
             temp = "%emu_window_at"
             body = at.sub(lambda o: f"[{temp}{(o.group('offset') or '').replace(' ', '')}]", found.group("body"))
-            return (f"{found.group('indent')}{{ .reg .b32 {temp}; mov.u32 {temp}, {symbol}; "
-                    f"add.u32 {temp}, {temp}, {alignment - 1}; and.b32 {temp}, {temp}, {(1 << 32) - alignment:#x}; "
-                    f"{body} }}")
+            return f"{found.group('indent')}{{ .reg .b32 {temp}; {_round_up(temp, symbol, alignment, 32)}{body} }}"
 
         ptx = re.sub(rf"(?P<guard>@!?%[\w$]+\s+)?(?P<op>mov|cvta\.shared)\.[ub](?P<bits>32|64)\s+(?P<dst>%[\w$]+)\s*,"
                      rf"\s*{name}\s*;", rounded, ptx)
