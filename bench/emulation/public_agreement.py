@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -160,13 +161,14 @@ def main() -> int:
     # The slowest first (CuTe DSL and CUDA builds), so the pool's tail is short.
     entries.sort(key=lambda e: e["style"] not in ("cute_dsl", "cuda"))
     # Each row is written as its file finishes: a run cut short (the device call's own limit) keeps what it judged.
-    tsv = open(os.path.join(args.out, "agreement.tsv"), "w", buffering=1)
+    tsv, one_writer = open(os.path.join(args.out, "agreement.tsv"), "w", buffering=1), threading.Lock()
     tsv.write("file\tstyle\texpected\tverdict\tsame\tcases\tbuild_s\tcases_s\ttotal_s\twhy\n")
 
     def judged(index_entry: tuple[int, dict]) -> Row:
         r = run_one(index_entry[1], gpus[index_entry[0] % len(gpus)], args.limit, args.out)
-        tsv.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
-                  f"{r.cases_s:.0f}\t{r.total_s:.0f}\t{r.why}\n")
+        with one_writer:     # the pool's threads finish at once: one row at a time
+            tsv.write(f"{r.file}\t{r.style}\t{r.expected}\t{r.verdict}\t{r.same}\t{r.passed}\t{r.build_s:.0f}\t"
+                      f"{r.cases_s:.0f}\t{r.total_s:.0f}\t{r.why}\n")
         print(f"done: {r.file} {r.verdict} ({r.total_s:.0f} s)", file=sys.stderr, flush=True)
         return r
 
