@@ -188,6 +188,20 @@ def test_every_cta_pair_form_becomes_a_call_of_its_pair_function(body, function)
             assert re.search(rf"@%p1 call (\(emu_ret\d+\), )?{function}, ", code), code
 
 
+@pytest.mark.gpu
+def test_one_cta_mmas_in_clusters_of_two_read_each_cta_s_own_shared_memory(hopper_gpu):
+    """bench/emulation/cta_pair_check.py on a Hopper GPU (tests/blackwell/cta_pair_gemm.cu, `cluster_gemm`): each CTA
+    of a 2x1 cluster issues its own tcgen05.cp and tcgen05.mma (.cta_group::1) on its own shared memory, as a
+    one-SM CuTe DSL GEMM launched in 2x1 clusters for TMA multicast does (it passed on a B200). The odd CTA's
+    shared::cta addresses carry its cluster rank, which a descriptor drops: the emulation read the even CTA's
+    shared memory there, and the call ended in "an illegal instruction was encountered"."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "cta_pair_check.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert any(row.startswith("PASS") and "in clusters of 2" in row for row in rows), done.stdout[-3000:]
+    assert done.returncode == 0 and len(rows) == 5, done.stdout[-3000:]
+
+
 def test_relinquish_of_a_cta_pair_has_nothing_to_do():
     new, _ = rewrite(MODULE.replace("BODY", "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;"),
                      ".version 8.7\n.target sm_90a\n.address_size 64\n")

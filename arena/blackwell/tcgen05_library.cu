@@ -555,6 +555,19 @@ static __host__ __device__ __forceinline__ EmuSDesc emu_sdesc(unsigned long long
   // tl.dot_scaled sets it so). Any other non-zero value is refused.
   else if (base_offset != 0u && (r.swizzle == 0u || base_offset != ((r.start >> 7) & 7u))) r.err = E_SDESC_BASE_OFFSET;
   else if (lbo_mode != 0u) r.err = E_SDESC_LBO_MODE;
+#ifdef __CUDA_ARCH__
+  // The descriptor holds an offset in the CTA's own shared memory (18 bits). In a cluster launch on a Hopper GPU
+  // a CTA's shared::cta addresses carry its cluster rank above those bits, and the bare offset is the rank-0
+  // CTA's: the start takes the executing CTA's rank back (mapa), so a one-CTA MMA or cp of any CTA of a cluster
+  // reads its own operands. The pair functions' offsets to either CTA (emu_rank_delta) hold either way.
+  uint32_t ctas;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(ctas));
+  if (ctas > 1u) {
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r.start) : "r"(r.start), "r"(rank));
+  }
+#endif
   return r;
 }
 

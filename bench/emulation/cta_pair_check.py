@@ -1,6 +1,7 @@
 """CTA pairs (.cta_group::2) under --emulate-blackwell's runtime, against torch: our own look-alike 2-SM kernel
 (tests/blackwell/cta_pair_gemm.cu; clusters of 2 CTAs, M = 256 per pair, N = 128, plain loads; alloc, mma, cp, commit
-and ld with .cta_group::2) built for sm_100a through the emulation toolchain, plus a TMA .cta_group::2 probe (both CTAs
+and ld with .cta_group::2; and the same tiles with one-CTA instructions in clusters of 2) built for sm_100a through
+the emulation toolchain, plus a TMA .cta_group::2 probe (both CTAs
 complete their bytes on the even CTA's mbarrier, as CUTLASS's SM100_TMA_2SM_LOAD does; once unicast, once with
 .multicast::cluster to both CTAs). Needs a Hopper GPU. One row
 per case: PASS/FAIL and the max error; exit 1 on any FAIL.
@@ -81,6 +82,11 @@ def main() -> int:
     expected = av @ bv.T
     idesc = (1 << 7) | (1 << 10) | ((128 >> 3) << 17) | (2 << 27)
     run("kind::mxf4nvf4 block16 cta_group::2 (cp 32x128b.warpx4)", 1, idesc, kb, pack(ca), pack(cb),
+        sa.view(torch.uint8), sb.view(torch.uint8), m, n, expected)
+    # the same tiles, each CTA alone (.cta_group::1, M = 128) in clusters of 2: the odd CTA's descriptors must
+    # address its own shared memory
+    idesc_one = (1 << 7) | (1 << 10) | ((128 >> 3) << 17) | (1 << 27)      # M = 128 (bits 27-28: M / 128)
+    run("kind::mxf4nvf4 block16 cta_group::1 in clusters of 2", 2, idesc_one, kb, pack(ca), pack(cb),
         sa.view(torch.uint8), sb.view(torch.uint8), m, n, expected)
 
     # TMA .cta_group::2: CTA r loads rows [16 r, +16) x 64 bytes, completing on the even CTA's mbarrier; unicast

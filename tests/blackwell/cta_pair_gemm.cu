@@ -118,6 +118,72 @@ pair_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8_t*
   }
 }
 
+// cluster_gemm: the same tiles, each CTA of the cluster (2, 1, 1) computing its own 128 rows alone (.cta_group::1,
+// all N = 128 columns of B in its own shared memory), as a one-SM kernel launched in 2x1 clusters for TMA
+// multicast does. On a Hopper GPU the odd CTA's shared::cta addresses carry its cluster rank above the 18 bits a
+// shared-memory descriptor keeps. kind::mxf4nvf4.block_scale.block16 only.
+constexpr int ONE_B_BYTES = TILE_N * 32;
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128)
+cluster_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8_t* sfb, float* d, uint32_t idesc,
+             int n_total, int kb) {
+  extern __shared__ __align__(1024) uint8_t buf[];
+  __shared__ uint32_t slot;
+  __shared__ __align__(8) uint64_t bar;
+  uint8_t* sA = buf;
+  uint8_t* sB = sA + MAX_KB * A_BYTES;
+  uint8_t* sSFA = sB + MAX_KB * ONE_B_BYTES;
+  uint8_t* sSFB = sSFA + MAX_KB * SF_BYTES;
+  const uint32_t rank = cluster_rank(), tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tile_m = blockIdx.y, tile_n = blockIdx.z, row_bytes = kb * 32, sf_bytes = kb * 4;
+  const int a_row0 = tile_m * 256 + rank * 128, b_row0 = tile_n * TILE_N;
+  for (int i = tid; i < kb * 128 * 32; i += blockDim.x) {
+    const int kk = i / (128 * 32), r = (i / 32) % 128, byte = i % 32, c = byte / 16;
+    sA[kk * A_BYTES + (r / 8) * 256 + c * 128 + (r % 8) * 16 + byte % 16] = a[(size_t)(a_row0 + r) * row_bytes + kk * 32 + byte];
+    sB[kk * ONE_B_BYTES + (r / 8) * 256 + c * 128 + (r % 8) * 16 + byte % 16] = b[(size_t)(b_row0 + r) * row_bytes + kk * 32 + byte];
+  }
+  for (int i = tid; i < kb * SF_BYTES; i += blockDim.x) {   // as pair_gemm's
+    const int kk = i / SF_BYTES, rp = (i % SF_BYTES) / 16, j = (i % 16) / 4, blk = i % 4, r = rp + 32 * j;
+    sSFA[i] = sfa[(size_t)(a_row0 + r) * sf_bytes + kk * 4 + blk];
+    sSFB[i] = sfb[(size_t)(b_row0 + r) * sf_bytes + kk * 4 + blk];
+  }
+  if (tid == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (warp == 0) asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 256;" ::"r"(smem(&slot)) : "memory");
+  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
+  const uint32_t t = slot;
+  if (tid == 0) {
+    for (int kk = 0; kk < kb; ++kk) {
+      const uint64_t da = desc(smem(sA + kk * A_BYTES), 128, 256), db = desc(smem(sB + kk * ONE_B_BYTES), 128, 256);
+      const uint32_t tsfa = t + 128 + 4 * kk, tsfb = t + 160 + 4 * kk;
+      asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(tsfa), "l"(desc(smem(sSFA + kk * SF_BYTES), 128, 128)));
+      asm volatile("tcgen05.cp.cta_group::1.32x128b.warpx4 [%0], %1;" ::"r"(tsfb), "l"(desc(smem(sSFB + kk * SF_BYTES), 128, 128)));
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
+                   "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [%0], %1, %2, %3, [%5], [%6], p;\n\t}"
+                   ::"r"(t), "l"(da), "l"(db), "r"(idesc), "r"((uint32_t)(kk > 0)), "r"(tsfa), "r"(tsfb));
+    }
+    asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" ::"r"(smem(&bar)) : "memory");
+  }
+  uint32_t done = 0;
+  while (!done)
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem(&bar)) : "memory");
+  asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
+  for (int c0 = 0; c0 < TILE_N; c0 += 8) {
+    uint32_t r[8];
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x8.b32 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7])
+                 : "r"(t + ((32 * warp) << 16) + c0));
+    asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+    for (int j = 0; j < 8; ++j)
+      d[(size_t)(a_row0 + 32 * warp + lane) * n_total + tile_n * TILE_N + c0 + j] = __uint_as_float(r[j]);
+  }
+  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
+  __syncthreads();
+  if (warp == 0) asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, 256;" ::"r"(t) : "memory");
+}
+
 #ifdef CTA_PAIR_KERNELS_ONLY
 template __global__ void pair_gemm<0>(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, float*, uint32_t, int, int);
 template __global__ void pair_gemm<1>(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, float*, uint32_t, int, int);
@@ -125,7 +191,7 @@ template __global__ void pair_gemm<1>(const uint8_t*, const uint8_t*, const uint
 
 #ifndef CTA_PAIR_KERNELS_ONLY
 // a: (M, kb * 32) uint8, b: (N, kb * 32), sfa: (M, kb * 4), sfb: (N, kb * 4), d: (M, N) float32; M % 256 == 0,
-// N % 128 == 0. kind 0: f16, 1: mxf4nvf4 block16.
+// N % 128 == 0. kind 0: f16, 1: mxf4nvf4 block16, 2: mxf4nvf4 block16 one CTA at a time in clusters of 2.
 void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor d, int64_t kind,
           int64_t idesc, int64_t kb) {
   TORCH_CHECK(kb >= 1 && kb <= MAX_KB && a.size(0) % 256 == 0 && b.size(0) % TILE_N == 0);
@@ -136,7 +202,8 @@ void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb
                                 sfb.data_ptr<uint8_t>(), d.data_ptr<float>(), (uint32_t)idesc, (int)b.size(0), (int)kb);
   };
   if (kind == 0) go(pair_gemm<0>);
-  else go(pair_gemm<1>);
+  else if (kind == 1) go(pair_gemm<1>);
+  else go(cluster_gemm);
 }
 #endif
 
