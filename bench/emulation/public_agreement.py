@@ -2,8 +2,9 @@
 
     python3 bench/emulation/public_agreement.py [--jobs N] [--gpus 0,1,2,3] [--limit S] [--out DIR] [FILE ...]
 
-Reads .public-blackwell/MANIFEST.tsv (never committed: public files of other authors; columns file, problem,
-repo, path, commit, style, expected, evidence, and optionally judged_on; `expected` is what the B200 did: pass,
+Reads .public-blackwell/MANIFEST.tsv, which bench/emulation/fetch_public.py writes beside the files from the committed
+list bench/emulation/public_corpus.tsv (the files of other authors are never committed; columns file, problem,
+repo, path, commit, style, expected, and optionally judged_on; `expected` is what the B200 did: pass,
 fail, build_fail or unknown). Runs `eval.py test --emulate-blackwell` on every file (or the FILEs named), N at
 once, spread over the GPUs round-robin (CUDA_VISIBLE_DEVICES), each cut at --limit seconds, on the task's tests
 and its benchmark shapes (checked, not timed): most B200 evidence is the runner's benchmark mode, which checks
