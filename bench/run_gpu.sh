@@ -77,6 +77,12 @@ install_wheels() {
     # PYTHONPATH), unpacked into the interpreter's own site-packages when it is that Python.
     local tag packed
     tag=cp$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+    for packed in .whl/"$tag"-cute-dsl-*.tar.xz; do     # another CuTe DSL version: .cute-dsl/<version>/
+        [ -f "$packed" ] || continue
+        local version=${packed#.whl/"$tag"-cute-dsl-}
+        version=${version%.tar.xz}
+        mkdir -p ".cute-dsl/$version" && tar -xJf "$packed" -C ".cute-dsl/$version" || return 1
+    done
     for packed in .whl/*-site*.tar.xz; do
         [ -f "$packed" ] || continue
         if [[ "$packed" == ".whl/$tag-site"*.tar.xz ]]; then

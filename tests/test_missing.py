@@ -75,11 +75,11 @@ def test_other_errors_are_left_alone():
 
 def test_a_newer_cute_dsl_that_lacks_a_name_points_at_the_pinned_version(monkeypatch):
     error = AttributeError("module 'cutlass.cute.arch' has no attribute 'ProxyKind'")
-    monkeypatch.setattr(missing, "_dsl_version", lambda: "4.8.1")
+    monkeypatch.setattr(missing, "installed_dsl_version", lambda: "4.8.1")
     assert explain_import_error(error, BLACKWELL) == (
         "CuTe DSL 4.8.1 lacks a name this code uses (module 'cutlass.cute.arch' has no attribute 'ProxyKind'); "
         "the competition ran 4.3.5: python3 -m pip install -r requirements-cute.txt")
-    monkeypatch.setattr(missing, "_dsl_version", lambda: "4.3.5")
+    monkeypatch.setattr(missing, "installed_dsl_version", lambda: "4.3.5")
     assert explain_import_error(error, BLACKWELL) is None
 
 

@@ -24,7 +24,8 @@ def _arch(capability: tuple) -> str:
     return f"sm_{capability[0]}{capability[1]}"
 
 
-def _dsl_version() -> str | None:
+def installed_dsl_version() -> str | None:
+    """The version of the installed nvidia-cutlass-dsl distribution, None without one."""
     try:
         from importlib.metadata import version
         return version("nvidia-cutlass-dsl")
@@ -59,7 +60,7 @@ def explain_import_error(exc: BaseException, device_capability: tuple | None,
         return (f"needs CuTe DSL (nvidia-cutlass-dsl), which is not installed (no module {exc.name!r}): "
                 f"{CUTE_DSL_INSTALL}")
     if isinstance(exc, (ImportError, AttributeError)) and re.search(r"\bcutlass\b|\bcute\b", text):
-        installed = _dsl_version()
+        installed = installed_dsl_version()
         if installed and installed != CUTE_DSL_PIN:
             return (f"CuTe DSL {installed} lacks a name this code uses ({exc}); the competition ran "
                     f"{CUTE_DSL_PIN}: {CUTE_DSL_INSTALL}")

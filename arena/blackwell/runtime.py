@@ -39,7 +39,7 @@ class EmulationBuildError(RuntimeError):
     emulated build failed."""
 
 
-_state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14}
+_state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14, "dsl_version": None}
 
 # Words 18-31 of the library's record: what the emulated kernels issued since the last `take_counts` (the
 # B200 time model's inputs, arena/predict/b200.py). Each is summed over calls and modules, or its largest kept.
@@ -154,6 +154,9 @@ def note_submission(path: str) -> None:
     except OSError:
         return
     _state["source"] = data.decode(errors="replace")
+    from arena.blackwell import dsl_versions
+    from arena.blackwell.missing import installed_dsl_version
+    _state["dsl_version"] = dsl_versions.activate(_state["source"], installed_dsl_version())
     base = os.environ.get("TORCH_EXTENSIONS_DIR")
     if base:
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(base, hashlib.sha256(data).hexdigest()[:24])
@@ -171,10 +174,14 @@ def cannot_judge(error: BaseException) -> str | None:
         return None
     pinned = _OTHER_DSL_PIN.search(_state.get("source", ""))
     if pinned and isinstance(error, (AttributeError, ImportError)) and re.search(r"\bcutlass\b|\bcute\b", text):
+        from arena.blackwell import dsl_versions
         from arena.blackwell.missing import CUTE_DSL_PIN
-        if pinned.group(1) != CUTE_DSL_PIN:
-            return (f"{CANNOT_JUDGE_HERE}: the submission installs nvidia-cutlass-dsl=={pinned.group(1)} at import (the "
-                    f"jail has no network) and CuTe DSL {CUTE_DSL_PIN} here lacks a name it uses: {first[:160]}")
+        version = pinned.group(1)
+        if version != CUTE_DSL_PIN and not _state.get("dsl_version"):
+            return (f"{CANNOT_JUDGE_HERE}: the submission installs nvidia-cutlass-dsl=={version} at import (the "
+                    f"jail has no network) and CuTe DSL {CUTE_DSL_PIN} here lacks a name it uses: {first[:160]} "
+                    f"(with CuTe DSL {version} unpacked in {os.path.join(dsl_versions.VERSIONS_DIR, version)} "
+                    f"the file runs with it: docs/blackwell_emulation.md)")
     if _CUBLASLT_FP4_SOURCE.search(_state.get("source", "")) and not isinstance(error, (SyntaxError, NameError)):
         return (f"{CANNOT_JUDGE}: the submission calls cuBLASLt's block-scaled FP4 matmul (CUDA_R_4F_E2M1 / a "
                 f"VEC16_UE4M3 scale mode), which cuBLASLt runs only on a Blackwell GPU and the emulation does not "

@@ -4,6 +4,13 @@
 #   bash bench/emulation/bring_wheels.sh            CuTe DSL (nvidia-cutlass-dsl 4.3.5) and CUTLASS's headers
 #   bash bench/emulation/bring_wheels.sh dsl        CuTe DSL only
 #   bash bench/emulation/bring_wheels.sh cutlass    CUTLASS's headers only (nvidia-cutlass 4.2.0.0)
+#   bash bench/emulation/bring_wheels.sh dsl-version X
+#                                                   another CuTe DSL that competition files pin at import
+#                                                   (nvidia-cutlass-dsl==X), packed as .whl/cpXY-cute-dsl-X.tar.xz
+#                                                   (its nvidia_cutlass_dsl/ folder alone): bench/run_gpu.sh
+#                                                   unpacks it into .cute-dsl/X/, where the worker finds it
+#                                                   (arena/blackwell/dsl_versions.py); it uses the cuda-python of
+#                                                   cpXY-site.tar.xz
 #   bash bench/emulation/bring_wheels.sh tvm-ffi    apache-tvm-ffi, packed as .whl/cpXY-site-tvm-ffi.tar.xz: the
 #                                                   runtime of CuTe DSL's --enable-tvm-ffi, which some competition
 #                                                   files pip-install at import (the jail has no network; pip finds
@@ -24,7 +31,8 @@ PYTHON_VERSION=${PYTHON_VERSION:-3.12}
 PLATFORM=${PLATFORM:-manylinux_2_28_x86_64}
 CUDA_BINDINGS=${CUDA_BINDINGS:-12.9.*}
 TAG=cp${PYTHON_VERSION/./}
-case $WHAT in all|dsl|cutlass|tvm-ffi) ;; *) sed -n '2,10p' "$0"; exit 2 ;; esac
+case $WHAT in all|dsl|cutlass|tvm-ffi) ;; dsl-version) [ -n "${2:-}" ] || { echo "dsl-version needs a version"; exit 2; } ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;; esac
 
 OUT="$ROOT/.whl"
 mkdir -p "$OUT"
@@ -44,6 +52,15 @@ if [ "$WHAT" = all ] || [ "$WHAT" = dsl ]; then
     echo "repacking $(ls "$WORK"/wheels | tr '\n' ' ')with xz (about 2 min)"
     tar -C "$WORK/site" -cf - . | xz -T0 -9 > "$OUT/$TAG-site.tar.xz.part"
     mv "$OUT/$TAG-site.tar.xz.part" "$OUT/$TAG-site.tar.xz"
+    rm -f "$WORK"/wheels/*.whl
+fi
+if [ "$WHAT" = dsl-version ]; then
+    download "nvidia-cutlass-dsl==$2"
+    mkdir -p "$WORK/version"
+    python3 -m zipfile -e "$WORK"/wheels/nvidia_cutlass_dsl-*.whl "$WORK/version"
+    echo "repacking nvidia-cutlass-dsl $2 with xz (a few minutes)"
+    tar -C "$WORK/version" -cf - nvidia_cutlass_dsl | xz -T0 -9 > "$OUT/$TAG-cute-dsl-$2.tar.xz.part"
+    mv "$OUT/$TAG-cute-dsl-$2.tar.xz.part" "$OUT/$TAG-cute-dsl-$2.tar.xz"
     rm -f "$WORK"/wheels/*.whl
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = tvm-ffi ]; then

@@ -36,6 +36,10 @@ case = yaml.safe_load(open(os.path.join(task_dir, "task.yml")))["tests"][0]
 source = open(FILE).read()
 uses_dsl = re.search(r"^\s*(import cutlass|from cutlass)", source, re.M) is not None
 uses_triton = re.search(r"^\s*(import triton|from triton)", source, re.M) is not None
+from arena.blackwell import dsl_versions       # a pinned CuTe DSL version that the checkout holds, as the worker
+from arena.blackwell.missing import installed_dsl_version
+if dsl_versions.activate(source, installed_dsl_version()):
+    print("CuTe DSL", dsl_versions.pinned_version(source), "from", dsl_versions.VERSIONS_DIR, file=sys.stderr)
 
 class Stop(Exception):
     pass
