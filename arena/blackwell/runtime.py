@@ -128,7 +128,6 @@ def raise_on_error():
             raise EmulationError(describe(words, sites), words[0])
 
 
-_OTHER_DSL_PIN = re.compile(r"nvidia-cutlass-dsl\s*==\s*([\w.]+)")
 # A fault of the GPU itself, as CUDA, the driver or cuda-python word it.
 _DEVICE_FAULT = re.compile(r"illegal instruction|illegal memory access|misaligned address|unspecified launch failure|"
                            r"CUDA_ERROR_(INVALID_HANDLE|ILLEGAL_\w+|LAUNCH_FAILED|MISALIGNED_ADDRESS|HARDWARE_STACK_ERROR|"
@@ -172,11 +171,10 @@ def cannot_judge(error: BaseException) -> str | None:
         if "not emulated" in first or "cannot emulate" in first:
             return f"{CANNOT_JUDGE}: {first} (the emulation's limit, not a fault of the submission)"
         return None
-    pinned = _OTHER_DSL_PIN.search(_state.get("source", ""))
-    if pinned and isinstance(error, (AttributeError, ImportError)) and re.search(r"\bcutlass\b|\bcute\b", text):
-        from arena.blackwell import dsl_versions
+    from arena.blackwell import dsl_versions
+    version = dsl_versions.pinned_version(_state.get("source", ""))
+    if version and isinstance(error, (AttributeError, ImportError)) and re.search(r"\bcutlass\b|\bcute\b", text):
         from arena.blackwell.missing import CUTE_DSL_PIN
-        version = pinned.group(1)
         if version != CUTE_DSL_PIN and not _state.get("dsl_version"):
             return (f"{CANNOT_JUDGE_HERE}: the submission installs nvidia-cutlass-dsl=={version} at import (the "
                     f"jail has no network) and CuTe DSL {CUTE_DSL_PIN} here lacks a name it uses: {first[:160]} "
