@@ -260,6 +260,9 @@ def test_every_library_error_code_has_a_message():
     assert codes["W_BEYOND_ALLOC"] in runtime.WARNINGS and beyond.startswith("emulated tcgen05 warning: columns 256..256+4")
     line = runtime.describe([codes["E_PAIR_TMA_MULTICAST"], 3, 0x2, 0, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
     assert "ctaMask 0x2" in line and "must hold the issuing CTA" in line and "emulation error" not in line
+    assert codes["E_TMA_BOX_BYTES"] not in runtime.WARNINGS and codes["W_PAIR_ODD_MMA"] in runtime.WARNINGS
+    odd = runtime.describe([codes["W_PAIR_ODD_MMA"], 3, 1, 0, 0, 0, 0, 0], {3: "tcgen05.mma.cta_group::2..."})
+    assert odd.startswith("emulated tcgen05 warning: tcgen05.mma.cta_group::2 issued by the odd CTA") and "rank 1" in odd
     lanes = runtime.describe([codes["E_PAIR_TMA"], 3, 0, 2, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})
     assert "from 2 lanes of one warp at once" in lanes and "\n" not in lanes
     remote = runtime.describe([codes["E_PAIR_TMA"], 3, 1, 1, 0, 0, 0, 0], {3: "cp.async.bulk.tensor..."})

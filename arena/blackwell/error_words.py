@@ -87,6 +87,13 @@ MESSAGES = {
     88: ("a TMA .multicast::cluster with .cta_group::2 from CTA rank {b} (ctaMask {a:#x}): the emulation loads the box "
          "into the issuing CTA and copies it to the mask's other CTAs, so the mask must hold the issuing CTA, the "
          "destination must be its own shared memory, and one lane of a warp issues it at a time"),
+    89: ("a TMA's tensor map leaves the bytes of one box (word 16) at 0, as a map the kernel's host code encodes "
+         "itself does, and its element type code {b} (word 2 = {a:#010x}) is not emulated: the emulation does not "
+         "know its size, so it cannot count the bytes the TMA completes on its mbarrier"),
+    90: ("tcgen05.mma.cta_group::2 issued by the odd CTA of its pair (cluster rank {a}): the PTX ISA has a single "
+         "thread of the pair issue it, and CUTLASS and CuTe DSL issue it from the even CTA. The emulation runs the "
+         "even CTA's pair MMAs only: a public kernel whose odd CTA issued them as well (never committed) passed on "
+         "B200s; a kernel whose odd CTA is the pair's only issuer gets no result from it here"),
 }
 _OPERANDS = {0: "A operand", 1: "B operand", 2: "source"}
 
@@ -145,7 +152,7 @@ KIND_NAMES = {0: "f16", 1: "tf32", 2: "f8f6f4", 3: "i8", 4: "mxf8f6f4", 5: "mxf4
 MESSAGES[65] = ("columns {a}..{a}+{b} of tensor memory lie past this CTA's tcgen05.alloc, and no other CTA holds them: "
                 "a B200 reads and writes them all the same, until another CTA on the SM allocates them (allocate "
                 "every column the kernel uses)")
-WARNINGS = (60, 61, 63, 64, 65, 66, 67, 68, 69)
+WARNINGS = (60, 61, 63, 64, 65, 66, 67, 68, 69, 90)
 
 
 def _bits(mask: int) -> str:

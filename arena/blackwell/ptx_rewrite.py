@@ -503,7 +503,11 @@ def rewrite(ptx: str, library_ptx: str, linked: bool = False) -> tuple[str, list
     text = ptx_sm100.CVT_FP4.sub(lambda m: ptx_sm100.rewrite_cvt_fp4(m, widths), text)
     text = ptx_sm100.CVT_UE8M0.sub(lambda m: ptx_sm100.rewrite_cvt_ue8m0(m, widths), text)
     text = ptx_sm100.WIDE_GLOBAL.sub(ptx_sm100.split_wide_access, text)
-    text = ptx_sm100.CLC.sub(lambda m: ptx_sm100.rewrite_clc(m, widths), text)
+    def clc(m: re.Match) -> str:       # a site of its own, so that a fault's line can name cluster launch control
+        sites.append(Site(len(sites) + 1, text.count("\n", 0, m.start()) + 1, " ".join(m.group(0).split())))
+        return ptx_sm100.rewrite_clc(m, widths)
+
+    text = ptx_sm100.CLC.sub(clc, text)
     text = ptx_sm100.F32X2.sub(lambda m: ptx_sm100.rewrite_f32x2(m, widths), text)
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)

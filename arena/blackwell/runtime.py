@@ -190,8 +190,23 @@ def cannot_judge(error: BaseException) -> str | None:
     if _DEVICE_FAULT.search(text):
         return (f"{CANNOT_JUDGE}: {_fault_words(text)} in {_kernels_loaded()}, and no emulated instruction recorded "
                 f"an error: the fault lies in what the emulation does not model (a B200 may run it; the traceback "
-                f"holds CUDA's words)")
+                f"holds CUDA's words){_CLC_WORDS if _uses_cluster_launch_control() else ''}")
     return None
+
+
+# Cluster launch control is emulated as a cancel that never succeeds (arena/blackwell/ptx_sm100.py): every cluster
+# of the grid runs. A B200 runs about one cluster per SM and those take over the rest, so a kernel can size a
+# per-cluster workspace by the SM count (a public CuTe DSL group GEMM sizes its tensor-map workspace 148 rows and
+# indexes it by cluster, up to 728 here, and faulted on one case of 14).
+_CLC_WORDS = ("; the kernel uses cluster launch control (clusterlaunchcontrol.try_cancel), whose cancels never "
+              "succeed here: every cluster of its grid runs, where a B200 runs about one per SM and those take the "
+              "others' tiles, so a workspace sized by the SM count and indexed by cluster is overrun here only")
+
+
+def _uses_cluster_launch_control() -> bool:
+    from arena.blackwell import cute_dsl
+    instructions = [i for module in _state["modules"] for i in _sites(module).values()] + cute_dsl.compiled_sites()
+    return any(i.startswith("clusterlaunchcontrol") or " clusterlaunchcontrol" in i for i in instructions)
 
 
 def _fault_words(text: str) -> str:

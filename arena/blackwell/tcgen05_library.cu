@@ -136,7 +136,7 @@ enum : uint32_t {
   E_LD_OVERWRITTEN = 70, E_LD_INFLIGHT, E_DEALLOC_INFLIGHT, E_SMEM_CHANGED, E_SMEM_OVERWRITE, E_LD_TAKEN,
   W_ST_UNDER_MMA = 66, W_ST_UNORDERED, W_ALLOC_NCOLS, W_ST_OVER_QUEUED,
   E_PAIR_CLUSTER = 80, E_PAIR_TIMEOUT, E_PAIR_NO_PEER, E_PAIR_M, E_PAIR_N, E_PAIR_MASK, E_PAIR_PEER_COLS,
-  E_PAIR_TMA, E_PAIR_TMA_MULTICAST,
+  E_PAIR_TMA, E_PAIR_TMA_MULTICAST, E_TMA_BOX_BYTES, W_PAIR_ODD_MMA,
 };
 
 enum : uint32_t {  // mma kinds (the rewriter passes these)
@@ -1674,6 +1674,10 @@ extern "C" __device__ __noinline__ void __nvfp4emu_mma2(uint32_t site, uint32_t 
                                                        unsigned long long b_desc, uint32_t idesc, uint32_t accumulate,
                                                        uint32_t sfa_taddr, uint32_t sfb_taddr, uint32_t lane_mask) {
   if (lane_mask) { emu_fail(E_PAIR_MASK, site, lane_mask, 0); return; }
+  // A single thread of the pair issues it (PTX ISA, tcgen05 issue granularity); CUTLASS and CuTe DSL issue it from
+  // the even CTA. A kernel whose odd CTA issues the same MMAs as well, never committed, passed on B200s: run only
+  // the even CTA's (the odd CTA's would run here at a commit that never comes, or when its queue fills).
+  if (emu_sreg_rank() & 1u) { emu_warn(W_PAIR_ODD_MMA, site, emu_sreg_rank(), 0); return; }
   EmuMma m;
   const uint32_t err = emu_idesc2(kind, idesc, vec, m);
   if (err) {
@@ -2081,16 +2085,44 @@ extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_tma_map(unsigne
   return (unsigned long long)out;
 }
 
-// The bytes one TMA of this map moves (word 16, the same for the UINT8 copy of a packed-FP4 map).
+// The bits of one element by the descriptor's type code (word 2 bits 7-11; 0 where the code is not known here).
+static __device__ __forceinline__ uint32_t emu_tmap_element_bits(uint32_t type) {
+  switch (type) {
+    case 0u: return 8u;                      // UINT8
+    case 1u: case 6u: case 10u: return 16u;  // UINT16, FLOAT16, BFLOAT16
+    case 2u: case 3u: case 7u: case 8u: return 32u;  // UINT32, INT32, FLOAT32, FLOAT32_FTZ (TFLOAT32: bit 16)
+    case EMU_TMAP_PACKED_FP4: return 4u;     // 16U4_ALIGN8B: packed FP4, box0 counts 4-bit elements
+    default: return 0u;
+  }
+}
+
+// The bytes one TMA of this map moves. The driver's encoder writes them in word 16 (the same for the UINT8 copy of
+// a packed-FP4 map); a map that CuTe DSL's host code encodes itself leaves word 16 at 0 (the TMA unit does not read
+// it), and then they come from the box: rank - 1 in word 2 bits 4-6, box0 - 1 in word 13 bits 24-31, box1..box4 - 1
+// a byte each of word 14, element stride 0 - 1 in word 13 bits 0-2 (bench/emulation/tensormap_fields.py, measured on
+// an H200). A pair TMA forwards this many bytes: 0 would complete the pair's barrier short, a hang.
+static __device__ uint32_t emu_tma_box_bytes(const uint32_t* w) {
+  if (w[16] != 0u) return w[16];
+  const uint32_t rank = ((w[2] >> 4) & 7u) + 1u, bits = emu_tmap_element_bits(emu_tmap_type(w));
+  if (bits == 0u) {
+    emu_fail(E_TMA_BOX_BYTES, 0, w[2], emu_tmap_type(w));
+    return 0u;
+  }
+  const uint32_t stride0 = (w[13] & 7u) + 1u;
+  uint32_t elements = ((w[13] >> 24) + stride0) / stride0;
+  for (uint32_t i = 1; i < rank && i < 5u; ++i) elements *= ((w[14] >> (8u * (i - 1u))) & 0xFFu) + 1u;
+  return elements * bits / 8u;
+}
+
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_box_bytes(unsigned long long tmap) {
-  return ((const uint32_t*)tmap)[16];
+  return emu_tma_box_bytes((const uint32_t*)tmap);
 }
 
 // `load`: 1 for a load into shared memory (counted, with the box's bytes), 0 for a store, reduction or prefetch.
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_coord(unsigned long long tmap, uint32_t c0, uint32_t load) {
   if (load) {
     emu_count(EMU_COUNT_TMA_LOADS, 1u);
-    emu_count(EMU_COUNT_TMA_BYTES16, ((const uint32_t*)tmap)[16] / 16u);
+    emu_count(EMU_COUNT_TMA_BYTES16, emu_tma_box_bytes((const uint32_t*)tmap) / 16u);
   }
   if (!emu_tmap_hopper_type(emu_tmap_type((const uint32_t*)tmap))) return (uint32_t)((int32_t)c0 >> 1);
   const uint32_t n = *(volatile uint32_t*)&__nvfp4emu_state[16];

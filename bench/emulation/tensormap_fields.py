@@ -36,7 +36,7 @@ def main() -> None:
     code, base = encode(**base_args)
     print("base", code, " ".join(f"{w:08x}" for w in base))
     variants = {
-        "dtype": [dict(dtype=t, box=(32, 64)) for t in (0, 1, 2, 3, 4, 6, 7, 9, 11, 13, 14, 15)],
+        "dtype": [dict(dtype=t, box=(32, 64)) for t in range(16)],
         "dim0": [dict(dims=(d, 512)) for d in (4095, 4097, 8192, 256, 1 << 20)],
         "dim1": [dict(dims=(4096, d)) for d in (511, 513, 1024, 1)],
         "stride1": [dict(strides=(s,)) for s in (4112, 8192, 1 << 20)],
@@ -49,6 +49,11 @@ def main() -> None:
         "oob": [dict(oob=1)],
         "rank3": [dict(dims=(4096, 512, 4), strides=(4096, 4096 * 512), box=(128, 64, 1), estrides=(1, 1, 1)),
                   dict(dims=(4096, 512, 7), strides=(4096, 4096 * 512), box=(128, 64, 1), estrides=(1, 1, 1))],
+        # rank 5, one box extent at a time beyond the first two: where box2-box4 live (a CuTe DSL map leaves
+        # word 16 at 0, so the emulation sums a box's bytes from these fields)
+        "rank5": [dict(dims=(256, 16, 16, 16, 16), strides=(256, 4096, 65536, 1 << 20), box=box, estrides=(1,) * 5)
+                  for box in ((32, 4, 1, 1, 1), (32, 4, 3, 1, 1), (32, 4, 1, 5, 1), (32, 4, 1, 1, 7), (32, 4, 2, 3, 4),
+                              (32, 4, 16, 16, 16))],
     }
     dump = {"base": base}
     for name, changes in variants.items():
@@ -61,7 +66,8 @@ def main() -> None:
                 print(f"{label}: error {code}")
                 continue
             diff = [f"w{i}: {b:08x} -> {w:08x}" for i, (b, w) in enumerate(zip(base, words)) if b != w]
-            print(f"{label}: " + ("; ".join(diff) or "no change"))
+            fields = " ".join(f"w{i}={words[i]:08x}" for i in (2, 13, 14, 15, 16))
+            print(f"{label}: " + ("; ".join(diff) or "no change") + f" | {fields}")
     print(json.dumps(dump))
 
 

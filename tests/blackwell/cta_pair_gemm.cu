@@ -58,7 +58,7 @@ pair_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8_t*
     const int kk = i / (HALF_N * 32), r = (i / 32) % HALF_N, byte = i % 32, c = byte / 16;
     sB[kk * B_BYTES + (r / 8) * 256 + c * 128 + (r % 8) * 16 + byte % 16] = b[(size_t)(b_row0 + r) * row_bytes + kk * 32 + byte];
   }
-  if (KIND == 1) {
+  if (KIND != 0) {     // scale factors (the block-scaled kinds 1 and 3)
     for (int i = tid; i < kb * SF_BYTES; i += blockDim.x) {   // source row r' = i / 16 (within the MMA), byte 4 j + blk
       const int kk = i / SF_BYTES, rp = (i % SF_BYTES) / 16, j = (i % 16) / 4, blk = i % 4, r = rp + 32 * j;
       sSFA[i] = sfa[(size_t)(a_row0 + r) * sf_bytes + kk * 4 + blk];
@@ -75,7 +75,9 @@ pair_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8_t*
   cluster_sync();
   asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
   const uint32_t t = slot;
-  if (rank == 0 && tid == 0) {
+  // KIND 3: as KIND 1, and the odd CTA issues the same MMAs too, never committed (a public CuTe DSL dual GEMM does,
+  // its cute.gemm outside its leader-CTA test; it passed on B200s)
+  if ((rank == 0 || KIND == 3) && tid == 0) {
     for (int kk = 0; kk < kb; ++kk) {
       const uint64_t da = desc(smem(sA + kk * A_BYTES), 128, 256), db = desc(smem(sB + kk * B_BYTES), 128, 256);
       const uint32_t accumulate = kk > 0;
@@ -86,15 +88,18 @@ pair_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8_t*
                      ::"r"(t), "l"(da), "l"(db), "r"(idesc), "r"(accumulate), "r"(zero));
       } else {
         const uint32_t tsfa = t + 128 + 4 * kk, tsfb = t + 160 + 4 * kk;
-        asm volatile("tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;" ::"r"(tsfa), "l"(desc(smem(sSFA + kk * SF_BYTES), 128, 128)));
-        asm volatile("tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;" ::"r"(tsfb), "l"(desc(smem(sSFB + kk * SF_BYTES), 128, 128)));
+        if (rank == 0) {
+          asm volatile("tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;" ::"r"(tsfa), "l"(desc(smem(sSFA + kk * SF_BYTES), 128, 128)));
+          asm volatile("tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;" ::"r"(tsfb), "l"(desc(smem(sSFB + kk * SF_BYTES), 128, 128)));
+        }
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
                      "tcgen05.mma.cta_group::2.kind::mxf4nvf4.block_scale.block16 [%0], %1, %2, %3, [%5], [%6], p;\n\t}"
                      ::"r"(t), "l"(da), "l"(db), "r"(idesc), "r"(accumulate), "r"(tsfa), "r"(tsfb));
       }
     }
-    asm volatile("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;"
-                 ::"r"(smem(&bar)), "h"((uint16_t)3) : "memory");
+    if (rank == 0)
+      asm volatile("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;"
+                   ::"r"(smem(&bar)), "h"((uint16_t)3) : "memory");
   }
   uint32_t done = 0;
   while (!done)
@@ -187,11 +192,13 @@ cluster_gemm(const uint8_t* a, const uint8_t* b, const uint8_t* sfa, const uint8
 #ifdef CTA_PAIR_KERNELS_ONLY
 template __global__ void pair_gemm<0>(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, float*, uint32_t, int, int);
 template __global__ void pair_gemm<1>(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, float*, uint32_t, int, int);
+template __global__ void pair_gemm<3>(const uint8_t*, const uint8_t*, const uint8_t*, const uint8_t*, float*, uint32_t, int, int);
 #endif
 
 #ifndef CTA_PAIR_KERNELS_ONLY
 // a: (M, kb * 32) uint8, b: (N, kb * 32), sfa: (M, kb * 4), sfb: (N, kb * 4), d: (M, N) float32; M % 256 == 0,
-// N % 128 == 0. kind 0: f16, 1: mxf4nvf4 block16, 2: mxf4nvf4 block16 one CTA at a time in clusters of 2.
+// N % 128 == 0. kind 0: f16, 1: mxf4nvf4 block16, 2: mxf4nvf4 block16 one CTA at a time in clusters of 2, 3: as 1
+// with the odd CTA issuing the pair's MMAs too (uncommitted).
 void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor d, int64_t kind,
           int64_t idesc, int64_t kb) {
   TORCH_CHECK(kb >= 1 && kb <= MAX_KB && a.size(0) % 256 == 0 && b.size(0) % TILE_N == 0);
@@ -203,6 +210,7 @@ void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb
   };
   if (kind == 0) go(pair_gemm<0>);
   else if (kind == 1) go(pair_gemm<1>);
+  else if (kind == 3) go(pair_gemm<3>);
   else go(cluster_gemm);
 }
 #endif
@@ -211,7 +219,9 @@ void gemm(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb
 // and completes its bytes on the even CTA's mbarrier, which expects every box. Unicast (multicast = 0): the box
 // lands in the issuing CTA. Multicast (.multicast::cluster, mask 0b11): it lands in both CTAs, and each
 // destination completes its bytes on the even CTA's barrier. out[rank] gets the CTA's two boxes; flags[rank] = 1
-// when the even CTA's barrier completed within 2 s (the odd CTA learns it through the cluster barrier).
+// when the even CTA's barrier completed within 2 s (the odd CTA learns it through the cluster barrier). `mode` bit 0:
+// multicast; bit 1: the map's word 16 (the bytes of one box, which the driver's encoder fills) is 0, as in a map
+// that CuTe DSL's host code encodes itself.
 constexpr int PROBE_ROWS = 16, PROBE_COLS = 64, PROBE_BYTES = PROBE_ROWS * PROBE_COLS;
 
 __global__ void __cluster_dims__(2, 1, 1) pair_tma_probe(const __grid_constant__ CUtensorMap map, uint8_t* out, int* flags,
@@ -256,7 +266,7 @@ __global__ void __cluster_dims__(2, 1, 1) pair_tma_probe(const __grid_constant__
 }
 
 #ifndef CTA_PAIR_KERNELS_ONLY
-void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags, int64_t multicast) {
+void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags, int64_t mode) {
   CUtensorMap map;
   const cuuint64_t dims[2] = {(cuuint64_t)src.size(1), (cuuint64_t)src.size(0)};
   const cuuint64_t strides[1] = {(cuuint64_t)src.stride(0)};
@@ -265,6 +275,7 @@ void tma_probe(torch::Tensor src, torch::Tensor out, torch::Tensor flags, int64_
                                       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   TORCH_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed: ", (int)r);
-  pair_tma_probe<<<2, 128>>>(map, out.data_ptr<uint8_t>(), flags.data_ptr<int>(), (int)multicast);
+  if (mode & 2) reinterpret_cast<uint32_t*>(&map)[16] = 0;
+  pair_tma_probe<<<2, 128>>>(map, out.data_ptr<uint8_t>(), flags.data_ptr<int>(), (int)(mode & 1));
 }
 #endif
