@@ -29,9 +29,9 @@ NVCC = find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 
 
-def _ptx(source: str, tmp_path, name="k") -> str:
+def _ptx(source: str, tmp_path, name="k", *flags: str) -> str:
     out = tmp_path / f"{name}.ptx"
-    subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", source, "-o", str(out)],
+    subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-ptx", "-O3", *flags, source, "-o", str(out)],
                    check=True, capture_output=True, text=True, timeout=240)
     return out.read_text()
 
@@ -206,6 +206,18 @@ def test_cta_pair_lookalikes_match_torch_on_a_hopper_gpu(hopper_gpu):
     assert any(row.startswith("PASS") and "odd CTA issuing too" in row and "warned" in row for row in rows), \
         done.stdout[-3000:]
     assert done.returncode == 0 and len(rows) == 8, done.stdout[-3000:]
+
+
+@pytest.mark.gpu
+def test_cluster_launch_control_cancels_clusters_not_yet_started(hopper_gpu):
+    """bench/emulation/clc_check.py on a Hopper GPU (tests/blackwell/clc.cu): 1024 CTAs, one per SM at a time, in
+    clusters of 1 and 2. Each tile is done exactly once and only about one CTA per SM starts: a public CuTe DSL
+    group GEMM sizes a workspace by the SM count and indexes it by cluster, and with cancels that never succeeded
+    every cluster ran and one case ended in an illegal memory access (it passed on its B200)."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "emulation", "clc_check.py")],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert done.returncode == 0 and len(rows) == 2 and all(row.startswith("PASS") for row in rows), done.stdout[-3000:]
 
 
 def test_relinquish_of_a_cta_pair_has_nothing_to_do():
@@ -389,8 +401,8 @@ CLC = os.path.join(ROOT, "tests", "blackwell", "clc.cu")
 
 
 @needs_nvcc
-def test_cluster_launch_control_is_a_cancel_that_never_succeeds_and_assembles(emulation_env, tmp_path):
-    original = _ptx(CLC, tmp_path, "clc")
+def test_cluster_launch_control_cancels_from_the_library_and_assembles(emulation_env, tmp_path):
+    original = _ptx(CLC, tmp_path, "clc", "-DCLC_KERNELS_ONLY")
     forms = ["try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128 [",
              "try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [",
              "try_cancel.async.mbarrier::complete_tx::bytes.b128 [", "query_cancel.is_canceled.pred.b128 ",
@@ -403,15 +415,22 @@ def test_cluster_launch_control_is_a_cancel_that_never_succeeds_and_assembles(em
     code = ptx_rewrite.strip_comments(new)
     assert "clusterlaunchcontrol" not in code
     # each is a site, which a device fault's line reads to name cluster launch control
-    assert sum(site.instruction.startswith("clusterlaunchcontrol.") for site in sites) == original.count("clusterlaunchcontrol.")
-    # every try_cancel writes 16 zero bytes and completes 16 bytes of transaction; the multicast form does so
-    # at the same offsets in every CTA of the cluster
-    assert len(re.findall(r"st\.shared(::cluster)?\.v4\.b32 \[[%\w]+\], \{(%emu_t\d+)(, \2){3}\};", code)) == 3
+    assert sum("clusterlaunchcontrol." in site.instruction for site in sites) == original.count("clusterlaunchcontrol.")
+    # every try_cancel asks the library, writes its answer in the response's low 8 bytes (the high 8 are 0) and
+    # completes 16 bytes of transaction; the multicast form does so at the same offsets in every CTA of the cluster
+    assert len(re.findall(r"call \(emu_ret_clc\d+\), __nvfp4emu_clc_try_cancel;", code)) == 3
+    assert len(re.findall(r"st\.shared(::cluster)?\.v4\.b32 \[[%\w]+\], \{%emu_t\d+, %emu_t\d+, (%emu_t\d+), \2\};",
+                          code)) == 3
     assert len(re.findall(r"mbarrier\.complete_tx\.relaxed\.cluster\.shared::(cta|cluster)\.b64 \[[%\w]+\], 16;",
                           code)) == 3
     assert re.search(r"mov\.u32 %emu_t\d+, %cluster_nctarank;(.*\n)*?.*mapa\.shared::cluster\.u32", code)
-    assert re.search(r"setp\.ne\.u32 p1, 0, 0;\s*selp\.u32 %r\d+, 1, 0, p1;", code)     # is_canceled: false
-    assert re.search(r"@p1 mov\.b32 %r\d+, 0; @p1 mov\.b32 %r\d+, 0; @p1 mov\.b32 %r\d+, 0;", code)
+    # query_cancel reads the answer back: is_canceled is bit 63, the first CTA's x, y, z 21 bits each
+    assert re.search(r"mov\.b128 \{(%emu_t\d+), %emu_t\d+\}, [%\w]+;\s*setp\.lt\.s64 p1, \1, 0;", code)
+    assert len(re.findall(r"and\.b32 %r\d+, %emu_t\d+, 0x1FFFFF;", code)) == 4      # x, y, z, then ::x alone
+    # every kernel starts by asking whether its cluster was canceled, and exits then
+    entries = len(re.findall(r"\.entry\s", code))
+    assert entries == 2 and len(re.findall(r"call \(emu_clc_ret\), __nvfp4emu_clc_enter;", code)) == entries
+    assert len(re.findall(r"@%emu_clc_p exit;", code)) == entries
     done = _ptxas(new, tmp_path)
     assert done.returncode == 0, done.stderr
 

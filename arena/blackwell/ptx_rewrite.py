@@ -440,7 +440,6 @@ def _declare_library(ptx: str, library_ptx: str) -> str:
 # Registers a thread may hold, as ptxas allots them: 64K a multiprocessor, whole multiples of 8, at most 255.
 REGISTER_FILE, MAX_REGISTERS = 65536, 255
 REGISTER_CAPS = (255, 168, 128, 96, 64, 32, 16)     # the library is assembled once per cap a module needs
-_ENTRY_HEAD = re.compile(r"\.entry\s+[\w$]+\s*\([^)]*\)(?P<directives>[^{]*)\{")
 
 
 def register_cap(ptx: str, ptxas_args: list[str] = ()) -> int:
@@ -453,7 +452,7 @@ def register_cap(ptx: str, ptxas_args: list[str] = ()) -> int:
         m = re.fullmatch(r"(?:-maxrregcount|--maxrregcount)(?:=(\d+))?", arg)
         if m and (m.group(1) or (i + 1 < len(ptxas_args) and ptxas_args[i + 1].isdigit())):
             cap = min(cap, int(m.group(1) or ptxas_args[i + 1]))
-    for m in _ENTRY_HEAD.finditer(strip_comments(ptx)):
+    for m in ptx_sm100.ENTRY_HEAD.finditer(strip_comments(ptx)):
         directives = m.group("directives")
         threads = re.search(r"\.(?:maxntid|reqntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", directives)
         blocks = re.search(r"\.minnctapersm\s+(\d+)", directives)
@@ -507,7 +506,9 @@ def rewrite(ptx: str, library_ptx: str, linked: bool = False) -> tuple[str, list
         sites.append(Site(len(sites) + 1, text.count("\n", 0, m.start()) + 1, " ".join(m.group(0).split())))
         return ptx_sm100.rewrite_clc(m, widths)
 
-    text = ptx_sm100.CLC.sub(clc, text)
+    text, cancels = ptx_sm100.CLC.subn(clc, text)
+    if cancels:
+        text = ptx_sm100.with_clc_entry(text)
     text = ptx_sm100.F32X2.sub(lambda m: ptx_sm100.rewrite_f32x2(m, widths), text)
     text = _PAIR_BULK.sub(lambda m: _rewrite_pair_bulk(m, widths), text)
     text = _BULK_CTA_GROUP.sub(_rewrite_bulk_cta_group, text)

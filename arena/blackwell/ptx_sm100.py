@@ -1,6 +1,6 @@
 """The sm_100-only instructions outside tcgen05 that public Blackwell kernels use, rewritten for sm_90a: FP4 to f16
 becomes a byte permute inline, the other FP4 and the UE8M0 conversions calls of the emulation library, cluster
-launch control a cancel that never succeeds, and 256-bit global loads and stores two 128-bit ones. Text in, text
+launch control calls that cancel clusters not yet started, and 256-bit global loads and stores two 128-bit ones. Text in, text
 out (ptx_rewrite.rewrite runs these after the tcgen05 rewrite)."""
 from __future__ import annotations
 
@@ -118,12 +118,16 @@ CLC_RESPONSE_BYTES = 16
 
 
 def rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
-    """Cluster launch control as a cancel that never succeeds: every CTA of the grid runs, so a persistent
-    kernel's first tile is its only one. try_cancel writes a 16-byte all-zero response (the emulation's "not
-    canceled") and completes 16 bytes of transaction on the mbarrier, as the hardware does when the response
-    lands; with .multicast::cluster::all, at the same offsets in every CTA of the cluster (each CTA waits on its
-    own mbarrier for its own copy). query_cancel.is_canceled gives false; get_first_ctaid, which a kernel reads
-    only after a successful cancel, gives 0."""
+    """Cluster launch control, as a B200 runs it: a cancel succeeds while some cluster of the grid has not started,
+    and that cluster never runs (tcgen05_library.cu, __nvfp4emu_clc_try_cancel; every kernel of the module starts
+    with __nvfp4emu_clc_enter, `with_clc_entry`). try_cancel writes the 16-byte response and completes 16 bytes of
+    transaction on the mbarrier, as the hardware does when the response lands; with .multicast::cluster::all, the
+    same response at the same offsets in every CTA of the cluster (each CTA waits on its own mbarrier for its own
+    copy). query_cancel reads it back from the .b128 value the kernel loaded. The encoding is the emulation's own
+    (the hardware's is opaque): the low 8 bytes hold it all (bit 63 canceled; the canceled cluster's first CTA x,
+    y, z in bits 0-20, 21-41, 42-62) and the high 8 bytes are 0. Public CuTe DSL group GEMMs that passed on B200s
+    reserve 4 bytes for the response, so its high 8 bytes land on their own CLC mbarrier: zeros there leave it as
+    an all-zero response does."""
     instruction = " ".join(m.group(0).split())
     op, guard = m.group("op"), (m.group("guard") or "").strip()
     quals = op.split(".")[1:]
@@ -134,14 +138,18 @@ def rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
                                                       "mbarrier::complete_tx::bytes", "multicast::cluster::all"}:
         address = e.shared_address if "shared::cta" in quals else e.generic_to_shared
         response, barrier = address(operands[0]), address(operands[1])
-        zero = e.temp(32)
         skip = f"$emu_clc_done_{m.start()}"
         if guard:
             negated = guard[2:] if guard.startswith("@!") else guard[1:]
             e.body.append(f"@{'' if guard.startswith('@!') else '!'}{negated} bra {skip};")
-        e.body.append(f"mov.b32 {zero}, 0;")
+        packed, low, high, zero = e.temp(64), e.temp(32), e.temp(32), e.temp(32)
+        ret = f"emu_ret_clc{m.start()}"
+        e.decls.append(f".param .b64 {ret};")
+        e.body += [f"call ({ret}), __nvfp4emu_clc_try_cancel;", f"ld.param.b64 {packed}, [{ret}];",
+                   f"mov.b64 {{{low}, {high}}}, {packed};", f"mov.b32 {zero}, 0;"]
+        value = f"{{{low}, {high}, {zero}, {zero}}}"
         if "multicast::cluster::all" not in quals:
-            e.body += [f"st.shared.v4.b32 [{response}], {{{zero}, {zero}, {zero}, {zero}}};",
+            e.body += [f"st.shared.v4.b32 [{response}], {value};",
                        "fence.acq_rel.cluster;",
                        f"mbarrier.complete_tx.relaxed.cluster.shared::cta.b64 [{barrier}], {CLC_RESPONSE_BYTES};"]
         else:
@@ -150,7 +158,7 @@ def rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
             e.body += [f"mov.u32 {count}, %cluster_nctarank;", f"mov.u32 {rank}, 0;", f"{loop}:",
                        f"mapa.shared::cluster.u32 {there}, {response}, {rank};",
                        f"mapa.shared::cluster.u32 {there_barrier}, {barrier}, {rank};",
-                       f"st.shared::cluster.v4.b32 [{there}], {{{zero}, {zero}, {zero}, {zero}}};",
+                       f"st.shared::cluster.v4.b32 [{there}], {value};",
                        "fence.acq_rel.cluster;",
                        f"mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [{there_barrier}], "
                        f"{CLC_RESPONSE_BYTES};",
@@ -159,15 +167,39 @@ def rewrite_clc(m: re.Match, widths: dict[str, int]) -> str:
         if guard:
             e.body.append(f"{skip}:")
         return e.text()
-    if quals[:2] == ["query_cancel", "is_canceled"] and quals[2:] == ["pred", "b128"] and len(operands) == 2:
-        return f"{e.guard}setp.ne.u32 {operands[0]}, 0, 0;"
     vector = quals[1:] == ["get_first_ctaid", "v4", "b32", "b128"]
     one = quals[1:2] in (["get_first_ctaid::x"], ["get_first_ctaid::y"], ["get_first_ctaid::z"]) \
         and quals[2:] == ["b32", "b128"]
-    if quals[0] == "query_cancel" and (vector or one) and len(operands) == 2:
+    canceled = quals[:2] == ["query_cancel", "is_canceled"] and quals[2:] == ["pred", "b128"]
+    if quals[0] == "query_cancel" and (canceled or vector or one) and len(operands) == 2:
+        low, high = e.temp(64), e.temp(64)
+        e.body.append(f"mov.b128 {{{low}, {high}}}, {operands[1]};")
+        if canceled:
+            e.body.append(f"{e.guard}setp.lt.s64 {operands[0]}, {low}, 0;")       # bit 63
+            return e.text()
         targets = [t.strip() for t in operands[0].strip("{} ").split(",")]
-        return " ".join(f"{e.guard}mov.b32 {t}, 0;" for t in targets if t != "_")
+        axes = ["xyz".index(quals[1][-1])] if one else [0, 1, 2]
+        for target, axis in zip(targets, axes):
+            if target == "_":
+                continue
+            shifted, word = e.temp(64), e.temp(32)
+            e.body += [f"shr.u64 {shifted}, {low}, {21 * axis};", f"cvt.u32.u64 {word}, {shifted};",
+                       f"{e.guard}and.b32 {target}, {word}, 0x1FFFFF;"]
+        return e.text()
     raise CannotEmulate(f"`{instruction}`: this cluster launch control form is not emulated")
+
+
+def with_clc_entry(ptx: str) -> str:
+    """Every kernel of a module that uses cluster launch control starts with __nvfp4emu_clc_enter: a CTA whose
+    cluster a try_cancel took before it started exits there, as a B200 never launches a canceled cluster."""
+    def enter(m: re.Match) -> str:
+        return (m.group(0) + "\n\t{\n\t.reg .b32 %emu_clc_r;\n\t.reg .pred %emu_clc_p;\n\t.param .b32 emu_clc_ret;\n\t"
+                "call (emu_clc_ret), __nvfp4emu_clc_enter;\n\tld.param.b32 %emu_clc_r, [emu_clc_ret];\n\t"
+                "setp.ne.u32 %emu_clc_p, %emu_clc_r, 0;\n\t@%emu_clc_p exit;\n\t}")
+    return ENTRY_HEAD.sub(enter, ptx)
+
+
+ENTRY_HEAD = re.compile(r"\.entry\s+[\w$]+\s*\([^)]*\)(?P<directives>[^{]*)\{")
 
 
 def split_wide_access(m: re.Match) -> str:

@@ -194,13 +194,13 @@ def cannot_judge(error: BaseException) -> str | None:
     return None
 
 
-# Cluster launch control is emulated as a cancel that never succeeds (arena/blackwell/ptx_sm100.py): every cluster
-# of the grid runs. A B200 runs about one cluster per SM and those take over the rest, so a kernel can size a
-# per-cluster workspace by the SM count (a public CuTe DSL group GEMM sizes its tensor-map workspace 148 rows and
-# indexes it by cluster, up to 728 here, and faulted on one case of 14).
-_CLC_WORDS = ("; the kernel uses cluster launch control (clusterlaunchcontrol.try_cancel), whose cancels never "
-              "succeed here: every cluster of its grid runs, where a B200 runs about one per SM and those take the "
-              "others' tiles, so a workspace sized by the SM count and indexed by cluster is overrun here only")
+# Cluster launch control decides which clusters start and which tiles each takes over (arena/blackwell/ptx_sm100.py
+# emulates the B200's cancels): here about one cluster per SM of this GPU starts, and which ones differs from a
+# B200's 148 SMs. A kernel that relies on which clusters start (a workspace sized by the SM count and indexed by
+# cluster, as a public CuTe DSL group GEMM has) can fault here and not there: the line says so.
+_CLC_WORDS = ("; the kernel uses cluster launch control (clusterlaunchcontrol.try_cancel): which clusters start "
+              "and which tiles each takes over follow this GPU's SM count here, not a B200's 148 SMs, and a kernel "
+              "that sizes a workspace by the SM count and indexes it by cluster can fault on one and not the other")
 
 
 def _uses_cluster_launch_control() -> bool:

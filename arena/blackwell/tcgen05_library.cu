@@ -2000,6 +2000,56 @@ extern "C" __device__ __noinline__ void __nvfp4emu_pair_tma_multicast_end(uint32
     if (mask >> d & 1u) emu_complete_tx(emu_pair_barrier_for(mbar, dst, d), bytes);
 }
 
+// ---- Cluster launch control (clusterlaunchcontrol.try_cancel / query_cancel; the rewriter: ptx_sm100.rewrite_clc)
+// A cancel succeeds while some cluster of the grid has not started, as on a B200, which then never launches it: a
+// persistent kernel runs about one cluster per SM and those take over the other clusters' tiles (a kernel may size
+// a per-cluster workspace by the SM count). Each cluster's state carries its launch's stamp (%gridid << 2) and 1
+// (started) or 2 (canceled); another launch's stamp reads as not started. Every CTA of a kernel that uses CLC runs
+// __nvfp4emu_clc_enter first and exits when its cluster was canceled. Clusters past EMU_CLC_CLUSTERS are never
+// canceled (they run as they are).
+#define EMU_CLC_CLUSTERS 16384u
+extern "C" {
+__device__ unsigned long long __nvfp4emu_clc_state[EMU_CLC_CLUSTERS];
+__device__ unsigned long long __nvfp4emu_clc_cursor;   // the launch's low 32 bits of %gridid, then the next cluster
+}
+// 1 when this CTA's cluster was canceled before it started (the CTA must exit), else 0 (the cluster is started).
+extern "C" __device__ __noinline__ uint32_t __nvfp4emu_clc_enter() {
+  const unsigned long long cluster = emu_cluster_linear(), stamp = emu_gridid() << 2;
+  if (cluster >= EMU_CLC_CLUSTERS) return 0u;
+  unsigned long long old = *(volatile unsigned long long*)&__nvfp4emu_clc_state[cluster];
+  for (;;) {
+    if ((old & ~3ull) == stamp) return (old & 3ull) == 2ull ? 1u : 0u;   // another CTA of the cluster, or a cancel
+    const unsigned long long seen = atomicCAS(&__nvfp4emu_clc_state[cluster], old, stamp | 1ull);
+    if (seen == old) return 0u;
+    old = seen;
+  }
+}
+
+// try_cancel: the first CTA of a cluster not yet started, which is then never run, as the response's words
+// (1, x, y, z) packed: bit 63 set, x in bits 0-20, y in 21-41, z in 42-62; 0 when none is left (not canceled).
+extern "C" __device__ __noinline__ unsigned long long __nvfp4emu_clc_try_cancel() {
+  uint32_t nx, ny, nz, dx, dy, dz;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(nx)); asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(ny));
+  asm volatile("mov.u32 %0, %%nclusterid.z;" : "=r"(nz)); asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(dx));
+  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(dy)); asm volatile("mov.u32 %0, %%cluster_nctaid.z;" : "=r"(dz));
+  const unsigned long long grid = emu_gridid(), stamp = grid << 2;
+  const unsigned long long clusters = (unsigned long long)nx * ny * nz;
+  const uint32_t total = clusters < EMU_CLC_CLUSTERS ? (uint32_t)clusters : EMU_CLC_CLUSTERS;
+  const unsigned long long mine = (unsigned long long)(uint32_t)grid << 32;
+  for (;;) {
+    const unsigned long long cursor = *(volatile unsigned long long*)&__nvfp4emu_clc_cursor;
+    const uint32_t next = (cursor & ~0xFFFFFFFFull) == mine ? (uint32_t)cursor : 0u;
+    if (next >= total) return 0ull;
+    if (atomicCAS(&__nvfp4emu_clc_cursor, cursor, mine | (next + 1u)) != cursor) continue;
+    const unsigned long long x = (unsigned long long)(next % nx) * dx, y = (unsigned long long)(next / nx % ny) * dy,
+                             z = (unsigned long long)(next / nx / ny) * dz;
+    if ((x | y | z) >> 21) continue;     // past the response's packing: that cluster runs as it is
+    const unsigned long long old = *(volatile unsigned long long*)&__nvfp4emu_clc_state[next];
+    if ((old & ~3ull) == stamp || atomicCAS(&__nvfp4emu_clc_state[next], old, stamp | 2ull) != old) continue;
+    return 1ull << 63 | x | y << 21 | z << 42;
+  }
+}
+
 // ---- sm_100 conversion to FP4 (e2m1): cvt.rn.satfinite{.relu}.e2m1x2.f32 (the other direction, e2m1x2 to f16x2,
 // is inline PTX: arena/blackwell/ptx_sm100.py) ----
 

@@ -1,8 +1,12 @@
 // Cluster launch control (CLC) in the forms CUTLASS's SM100 persistent schedulers use, through inline asm: a
 // persistent loop that asks for a not-yet-started cluster after each tile. Built for compute_100a to PTX by
-// tests/test_blackwell_emulation.py, rewritten, and assembled for sm_90a. Under the emulation no cancel
-// succeeds, so each CTA runs its own tile once: tiles[i] == i + 1 for every CTA i of the grid.
+// tests/test_blackwell_emulation.py, rewritten, and assembled for sm_90a; run by bench/emulation/clc_check.py
+// (the `tiles` launcher below). A cancel succeeds while some cluster has not started, and that cluster never runs:
+// every tile is done exactly once (tiles[i] == 1), by far fewer CTAs than the grid holds when one CTA fits an SM.
 #include <cstdint>
+#ifndef CLC_KERNELS_ONLY   // the CPU tests build the kernels alone
+#include <torch/extension.h>
+#endif
 
 __device__ inline uint32_t smem(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -51,10 +55,13 @@ __device__ inline void wait(uint32_t barrier, uint32_t phase) {
                :: "r"(barrier), "r"(phase) : "memory");
 }
 
-// One thread per CTA; launched with a cluster of `multicast ? 2 : 1` CTAs along x.
-extern "C" __global__ void clc_tiles(uint32_t* tiles, int multicast) {
+// One thread per CTA; launched with a cluster of `multicast ? 2 : 1` CTAs along x. started[0] counts the CTAs that
+// ran, started[1] holds the highest blockIdx.x among them.
+extern "C" __global__ void clc_tiles(uint32_t* tiles, int multicast, uint32_t* started) {
   __shared__ alignas(16) uint4 response;
   __shared__ alignas(8) uint64_t barrier;
+  atomicAdd(&started[0], 1u);
+  atomicMax(&started[1], blockIdx.x);
   uint32_t r = smem(&response), b = smem(&barrier);
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b));
   asm volatile("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;" ::: "memory");
@@ -67,6 +74,8 @@ extern "C" __global__ void clc_tiles(uint32_t* tiles, int multicast) {
     wait(b, phase);
     phase ^= 1;
     uint4 answer = query(r);
+    // the next try_cancel rewrites every CTA's response: the cluster's CTAs have all read this one first
+    if (multicast) asm volatile("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;" ::: "memory");
     if (!answer.x) break;
     tile = answer.y + rank;
   }
@@ -83,3 +92,23 @@ extern "C" __global__ void clc_generic(uint32_t* out) {
   wait(smem(&barrier), 0);
   out[blockIdx.x] = first_ctaid_x(smem(&response));
 }
+
+#ifndef CLC_KERNELS_ONLY
+// `ctas` CTAs in clusters of 1 (2 with multicast), each with 200 KB of dynamic shared memory: one CTA per SM.
+void tiles(torch::Tensor tiles, torch::Tensor started, int64_t ctas, int64_t multicast) {
+  const int shared = 200 * 1024;
+  cudaFuncSetAttribute(clc_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3((unsigned)ctas);
+  config.blockDim = dim3(1);
+  config.dynamicSmemBytes = shared;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = multicast ? 2 : 1;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  TORCH_CHECK(cudaLaunchKernelEx(&config, clc_tiles, (uint32_t*)tiles.data_ptr<int32_t>(), (int)multicast,
+                                 (uint32_t*)started.data_ptr<int32_t>()) == cudaSuccess, "launch failed");
+}
+#endif
