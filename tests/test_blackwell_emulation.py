@@ -87,6 +87,128 @@ def test_the_nvcc_shim_builds_only_sm90a_code_and_records_the_call_sites(emulati
     assert "UTC" not in sass and "CALL" in sass
 
 
+def test_a_source_that_calls_cublaslt_gets_the_fp4_matmul_wrappers(tmp_path, monkeypatch):
+    """cuBLASLt refuses its block-scaled FP4 matmul on a Hopper GPU ("cuBLAS error: 15"): the nvcc shim force-includes
+    emulation_cublaslt.h, whose wrappers run it, into a CUDA source that calls cuBLASLt, and into no other."""
+    from arena.blackwell import shims
+    commands = []
+    monkeypatch.setattr(shims.subprocess, "call", lambda command, env: commands.append(command) or 0)
+    monkeypatch.setattr(toolchain, "workdir", lambda: str(tmp_path))
+    calls = tmp_path / "lt.cu"
+    calls.write_text("#include <cublasLt.h>\nvoid f(cublasLtHandle_t h) { cublasLtMatmul(h, 0, 0, 0, 0, 0, 0, 0, 0, "
+                     "0, 0, 0, 0, 0, 0, 0); }\n")
+    plain = tmp_path / "k.cu"
+    plain.write_text("__global__ void k() {}\n")
+    for source in (calls, plain):
+        assert shims.nvcc(["-O3", "-c", str(source), "-o", str(source) + ".o"]) == 0
+    assert toolchain.CUBLASLT_HEADER in commands[0] and toolchain.host_header() in commands[0]
+    assert toolchain.CUBLASLT_HEADER not in commands[1] and toolchain.host_header() in commands[1]
+
+
+def _cublaslt_include() -> str | None:
+    """A folder holding cublasLt.h: the CUDA toolkit's, or the nvidia-cublas wheel's (None: neither is here)."""
+    folders = [os.path.join(toolchain.cuda_home(), "include")]
+    try:
+        import nvidia
+        folders += [os.path.join(p, sub, "include") for p in nvidia.__path__ for sub in ("cu13", "cublas")]
+    except ImportError:
+        pass
+    return next((f for f in folders if os.path.isfile(os.path.join(f, "cublasLt.h"))), None)
+
+
+@needs_nvcc
+def test_the_cublaslt_wrappers_compile_for_the_lookalike_and_replace_its_calls(tmp_path):
+    """tests/submissions/cublaslt_nvfp4.py's CUDA source (its torch parts stubbed) with both headers: every cuBLASLt
+    call the FP4 matmul needs reaches a wrapper."""
+    include = _cublaslt_include()
+    if include is None:
+        pytest.skip("cublasLt.h not found (the CUDA toolkit's cuBLAS, or pip install nvidia-cublas)")
+    text = open(os.path.join(ROOT, "tests", "submissions", "cublaslt_nvfp4.py")).read()
+    source = text.split('CUDA_SOURCE = r"""')[1].split('"""')[0].replace("#include <torch/extension.h>", "")
+    stub = ("#include <cstdint>\n#include <string>\nnamespace torch { struct Tensor { int64_t size(int) const; "
+            "int64_t stride(int) const; int64_t numel() const; void* data_ptr() const; }; }\n")
+    (tmp_path / "lt.cu").write_text(stub + source)
+    done = subprocess.run([NVCC, "-gencode=arch=compute_100a,code=compute_100a", "-include", toolchain.host_header(),
+                           "-include", toolchain.CUBLASLT_HEADER, f"-I{include}", "-c", str(tmp_path / "lt.cu"), "-o",
+                           str(tmp_path / "lt.o")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    symbols = subprocess.run(["nm", str(tmp_path / "lt.o")], capture_output=True, text=True).stdout
+    for wrapper in ("__nvfp4emu_lt_matmul", "__nvfp4emu_lt_heuristic", "__nvfp4emu_lt_desc_set"):
+        assert wrapper in symbols, wrapper
+    assert re.search(r" U cublasLtMatmul\b", symbols)          # the wrappers still reach cuBLASLt for the rest
+
+
+FP4_DOT_HARNESS = r"""
+#include "emulation_fp4_dot.h"
+extern "C" void dot_all(const uint8_t* a, int64_t lda, int a_rows, int a_trans, const uint8_t* b, int64_t ldb,
+                        int b_rows, int b_trans, const uint8_t* sa, const uint8_t* sb, int64_t m_count,
+                        int64_t n_count, int64_t k_count, float* out) {
+  const __nvfp4emu_lt_matrix ma = {a, lda, a_rows, a_trans}, mb = {b, ldb, b_rows, b_trans};
+  for (int64_t m = 0; m < m_count; ++m)
+    for (int64_t n = 0; n < n_count; ++n) out[m * n_count + n] = __nvfp4emu_lt_dot(ma, mb, sa, sb, m, n, k_count);
+}
+"""
+
+
+def test_the_cublaslt_fp4_arithmetic_matches_torch_in_each_layout(tmp_path):
+    """emulation_fp4_dot.h (what the cuBLASLt wrappers compute) built for the host, against torch in float64 on
+    random codes and UE4M3 scales in the 128x4-tiled layout: A and B row-major with op(B) = B^T (as a public
+    submission orders them), the column-major "TN" form with the operands swapped (our look-alike's), and A
+    column-major (M contiguous)."""
+    import ctypes
+
+    import torch
+
+    from arena.nvfp4.layouts import to_blocked
+    gxx = find_tool("g++") or find_tool("c++")
+    if gxx is None:
+        pytest.skip("no C++ compiler")
+    (tmp_path / "dot.cpp").write_text(FP4_DOT_HARNESS)
+    library = tmp_path / "dot.so"
+    subprocess.run([gxx, "-O2", "-shared", "-fPIC", f"-I{os.path.dirname(toolchain.FP4_DOT_HEADER)}",
+                    str(tmp_path / "dot.cpp"), "-o", str(library)], check=True, timeout=120)
+    dot = ctypes.CDLL(str(library)).dot_all
+    torch.manual_seed(0)
+    m, n, k = 256, 128, 128
+    e2m1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64)
+    ca, cb = torch.randint(0, 16, (m, k)), torch.randint(0, 16, (n, k))
+    value = lambda codes: torch.where(codes >= 8, -1.0, 1.0).double() * e2m1[codes & 7]  # noqa: E731
+    sfa = torch.randint(0x18, 0x48, (m, k // 16), dtype=torch.uint8).view(torch.float8_e4m3fn)
+    sfb = torch.randint(0x18, 0x48, (n, k // 16), dtype=torch.uint8).view(torch.float8_e4m3fn)
+    expected = (value(ca) * sfa.double().repeat_interleave(16, 1)) @ (value(cb) * sfb.double().repeat_interleave(16, 1)).T
+    pack = lambda codes: (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8).contiguous()  # noqa: E731
+    blocked = lambda s: to_blocked(s).view(torch.uint8).contiguous()  # noqa: E731
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    i64 = ctypes.c_int64
+
+    def run(a, lda, a_rows, a_trans, b, ldb, b_rows, b_trans, sa, sb, rows, cols):
+        out = torch.empty(rows, cols, dtype=torch.float32)
+        dot(ptr(a), i64(lda), a_rows, a_trans, ptr(b), i64(ldb), b_rows, b_trans, ptr(sa), ptr(sb), i64(rows),
+            i64(cols), i64(k), ptr(out))
+        return out.double()
+
+    forms = {
+        "row-major, op(B) = B^T": (run(pack(ca), k, 1, 0, pack(cb), k, 1, 1, blocked(sfa), blocked(sfb), m, n), expected),
+        "column-major TN, swapped": (run(pack(cb), k, 0, 1, pack(ca), k, 0, 0, blocked(sfb), blocked(sfa), n, m),
+                                     expected.T),
+        "A column-major": (run(pack(ca.T.contiguous()), m, 0, 0, pack(cb), k, 1, 1, blocked(sfa), blocked(sfb), m, n),
+                           expected),
+    }
+    for form, (got, want) in forms.items():
+        assert torch.allclose(got, want, rtol=1e-5, atol=1e-5 * want.abs().max().item()), form
+
+
+@pytest.mark.gpu
+def test_the_cublaslt_lookalike_passes_under_emulation(hopper_gpu):
+    """tests/submissions/cublaslt_nvfp4.py calls cuBLASLt's block-scaled FP4 matmul, which a Hopper GPU's cuBLASLt
+    refuses: under --emulate-blackwell the wrappers of emulation_cublaslt.h run it, and every test case passes."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "test", "--emulate-blackwell",
+                           "--submission", os.path.join(ROOT, "tests", "submissions", "cublaslt_nvfp4.py")],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"(\d+) of \1 cases passed", done.stdout), done.stdout[-3000:]
+
+
 MODULE = """.version 8.7
 .target sm_100a
 .address_size 64

@@ -182,8 +182,8 @@ def cannot_judge(error: BaseException) -> str | None:
                     f"the file runs with it: docs/blackwell_emulation.md)")
     if _CUBLASLT_FP4_SOURCE.search(_state.get("source", "")) and not isinstance(error, (SyntaxError, NameError)):
         return (f"{CANNOT_JUDGE}: the submission calls cuBLASLt's block-scaled FP4 matmul (CUDA_R_4F_E2M1 / a "
-                f"VEC16_UE4M3 scale mode), which cuBLASLt runs only on a Blackwell GPU and the emulation does not "
-                f"cover; here it raised {first[:160]}")
+                f"VEC16_UE4M3 scale mode), which cuBLASLt runs only on a Blackwell GPU; the emulation runs the forms "
+                f"arena/blackwell/emulation_cublaslt.h models, and here it raised {first[:160]}")
     if _CUBLAS_FP4.search(text):
         return (f"{CANNOT_JUDGE}: cuBLAS(Lt) refused the call ({_fault_words(text)}): its NVFP4 (block-scaled FP4) "
                 f"matmul runs only on a Blackwell GPU, and the emulation covers tcgen05 kernels, not cuBLAS")

@@ -2,7 +2,8 @@
 writes one-line scripts that run `python3 shims.py TOOL ARGS...`):
 
 - nvcc: drops the build's own GPU-architecture flags, compiles device code for compute_100a (so
-  `__CUDA_ARCH__` and the feature macros are Blackwell's), force-includes emulation_host.h, and runs the real
+  `__CUDA_ARCH__` and the feature macros are Blackwell's), force-includes emulation_host.h (and
+  emulation_cublaslt.h into a source that calls cuBLASLt), and runs the real
   nvcc through a private nvcc.profile whose PATH puts the two shims below first;
 - ptxas: for an sm_100-family target, rewrites the PTX (ptx_rewrite.py) and assembles it for sm_90a: alone and
   linked with the library's cubin (nvcc's modules), or with the library merged into it;
@@ -50,9 +51,20 @@ def nvcc(args: list[str]) -> int:
     if out:
         env[toolchain.SITES_ENV] = os.path.abspath(out) + ".emu.json"
     env[toolchain.LINK_ENV] = "1"
-    command = [toolchain.private_nvcc(work), "-gencode=arch=compute_100a,code=sm_100a",
-               "-include", toolchain.host_header()] + kept
+    headers = ["-include", toolchain.host_header()]
+    if any(_names_cublaslt(arg) for arg in kept):
+        headers += ["-include", toolchain.CUBLASLT_HEADER]
+    command = [toolchain.private_nvcc(work), "-gencode=arch=compute_100a,code=sm_100a"] + headers + kept
     return subprocess.call(command, env=env)
+
+
+def _names_cublaslt(arg: str) -> bool:
+    """A CUDA source among nvcc's arguments that calls cuBLASLt: it gets emulation_cublaslt.h, whose wrappers run
+    cuBLASLt's block-scaled FP4 matmul, which a Hopper GPU's cuBLASLt refuses."""
+    if arg.startswith("-") or not arg.endswith((".cu", ".cuh")) or not os.path.isfile(arg):
+        return False
+    with open(arg, errors="replace") as f:
+        return "cublasLt" in f.read()
 
 
 def _arch_positions(args: list[str]) -> list[tuple[int, str]]:

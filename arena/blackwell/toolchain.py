@@ -18,6 +18,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY_SOURCE = os.path.join(HERE, "tcgen05_library.cu")
 HOST_HEADER = os.path.join(HERE, "emulation_host.h")
+CUBLASLT_HEADER = os.path.join(HERE, "emulation_cublaslt.h")     # for sources that name cuBLASLt (shims.nvcc)
+FP4_DOT_HEADER = os.path.join(HERE, "emulation_fp4_dot.h")       # its arithmetic, which a host build checks
 WORKDIR_ENV = "NVFP4EMU_WORKDIR"
 CUDA_ENV = "NVFP4EMU_CUDA_HOME"
 SITES_ENV = "NVFP4EMU_SITES"
@@ -77,7 +79,7 @@ def host_header() -> str:
 
 def library_version() -> str:
     digest = hashlib.sha256()
-    for path in (LIBRARY_SOURCE, HOST_HEADER, *(os.path.join(HERE, name) for name in (
+    for path in (LIBRARY_SOURCE, HOST_HEADER, CUBLASLT_HEADER, FP4_DOT_HEADER, *(os.path.join(HERE, name) for name in (
             "ptx_rewrite.py", "ptx_text.py", "ptx_sm100.py", "shims.py"))):
         with open(path, "rb") as f:
             digest.update(f.read())
