@@ -1,7 +1,7 @@
 """The sm_100-only instructions outside tcgen05 that public Blackwell kernels use, rewritten for sm_90a: FP4 to f16
 becomes a byte permute inline, the other FP4 and the UE8M0 conversions calls of the emulation library, cluster
-launch control calls that cancel clusters not yet started, and 256-bit global loads and stores two 128-bit ones. Text in, text
-out (ptx_rewrite.rewrite runs these after the tcgen05 rewrite)."""
+launch control calls that cancel clusters not yet started, and 256-bit global loads and stores two 128-bit ones.
+Text in, text out (ptx_rewrite.rewrite runs these after the tcgen05 rewrite)."""
 from __future__ import annotations
 
 import re

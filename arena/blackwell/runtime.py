@@ -186,7 +186,8 @@ def cannot_judge(error: BaseException) -> str | None:
                 f"arena/blackwell/emulation_cublaslt.h models, and here it raised {first[:160]}")
     if _CUBLAS_FP4.search(text):
         return (f"{CANNOT_JUDGE}: cuBLAS(Lt) refused the call ({_fault_words(text)}): its NVFP4 (block-scaled FP4) "
-                f"matmul runs only on a Blackwell GPU, and the emulation covers tcgen05 kernels, not cuBLAS")
+                f"matmul runs only on a Blackwell GPU; the emulation runs cuBLASLt's only when a CUDA source it "
+                f"builds makes the call (arena/blackwell/emulation_cublaslt.h)")
     if _DEVICE_FAULT.search(text):
         return (f"{CANNOT_JUDGE}: {_fault_words(text)} in {_kernels_loaded()}, and no emulated instruction recorded "
                 f"an error: the fault lies in what the emulation does not model (a B200 may run it; the traceback "

@@ -2150,22 +2150,24 @@ static __device__ __forceinline__ uint32_t emu_tmap_element_bits(uint32_t type) 
 // a packed-FP4 map); a map that CuTe DSL's host code encodes itself leaves word 16 at 0 (the TMA unit does not read
 // it), and then they come from the box: rank - 1 in word 2 bits 4-6, box0 - 1 in word 13 bits 24-31, box1..box4 - 1
 // a byte each of word 14, element stride 0 - 1 in word 13 bits 0-2 (bench/emulation/tensormap_fields.py, measured on
-// an H200). A pair TMA forwards this many bytes: 0 would complete the pair's barrier short, a hang.
+// an H200). 0 when the element type's size is not known here.
 static __device__ uint32_t emu_tma_box_bytes(const uint32_t* w) {
   if (w[16] != 0u) return w[16];
   const uint32_t rank = ((w[2] >> 4) & 7u) + 1u, bits = emu_tmap_element_bits(emu_tmap_type(w));
-  if (bits == 0u) {
-    emu_fail(E_TMA_BOX_BYTES, 0, w[2], emu_tmap_type(w));
-    return 0u;
-  }
+  if (bits == 0u) return 0u;
   const uint32_t stride0 = (w[13] & 7u) + 1u;
   uint32_t elements = ((w[13] >> 24) + stride0) / stride0;
   for (uint32_t i = 1; i < rank && i < 5u; ++i) elements *= ((w[14] >> (8u * (i - 1u))) & 0xFFu) + 1u;
   return elements * bits / 8u;
 }
 
+// The bytes a pair TMA forwards (ptx_rewrite._rewrite_pair_bulk): 0 would complete the pair's barrier short, a hang,
+// so an unknown size is an error naming the type.
 extern "C" __device__ __noinline__ uint32_t __nvfp4emu_tma_box_bytes(unsigned long long tmap) {
-  return emu_tma_box_bytes((const uint32_t*)tmap);
+  const uint32_t* w = (const uint32_t*)tmap;
+  const uint32_t bytes = emu_tma_box_bytes(w);
+  if (bytes == 0u) emu_fail(E_TMA_BOX_BYTES, 0, w[2], emu_tmap_type(w));
+  return bytes;
 }
 
 // `load`: 1 for a load into shared memory (counted, with the box's bytes), 0 for a store, reduction or prefetch.
