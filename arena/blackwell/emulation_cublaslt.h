@@ -39,36 +39,33 @@ static __nvfp4emu_lt_layout_t __nvfp4emu_lt_layouts[NVFP4EMU_LT_SLOTS];
 static __nvfp4emu_lt_desc_t __nvfp4emu_lt_descs[NVFP4EMU_LT_SLOTS];
 
 template <typename T>
-static T* __nvfp4emu_lt_slot(T* table, const void* handle, bool fresh) {
-  T* free_slot = 0;
-  for (int i = 0; i < NVFP4EMU_LT_SLOTS; ++i) {
-    if (table[i].handle == handle) {
-      if (fresh) { table[i] = T(); table[i].handle = handle; }
-      return &table[i];
-    }
-    if (!free_slot && !table[i].handle) free_slot = &table[i];
-  }
-  if (!free_slot) free_slot = &table[(uintptr_t)handle / 64 % NVFP4EMU_LT_SLOTS];   // full: reuse one
-  *free_slot = T();
-  free_slot->handle = handle;
-  return free_slot;
+static T* __nvfp4emu_lt_find(T* table, const void* handle) {
+  for (int i = 0; i < NVFP4EMU_LT_SLOTS; ++i)
+    if (table[i].handle == handle) return &table[i];
+  return 0;
+}
+// A fresh record for a handle cuBLASLt just created (a freed handle's record at the same address is dropped).
+template <typename T>
+static T* __nvfp4emu_lt_fresh(T* table, const void* handle) {
+  T* slot = __nvfp4emu_lt_find(table, handle);
+  if (!slot) slot = __nvfp4emu_lt_find(table, (const void*)0);
+  if (!slot) slot = &table[(uintptr_t)handle / 64 % NVFP4EMU_LT_SLOTS];   // full: reuse one
+  *slot = T();
+  slot->handle = handle;
+  return slot;
 }
 static __nvfp4emu_lt_layout_t* __nvfp4emu_lt_layout(cublasLtMatrixLayout_t l) {
-  for (int i = 0; i < NVFP4EMU_LT_SLOTS; ++i)
-    if (__nvfp4emu_lt_layouts[i].handle == (const void*)l) return &__nvfp4emu_lt_layouts[i];
-  return 0;
+  return __nvfp4emu_lt_find(__nvfp4emu_lt_layouts, (const void*)l);
 }
 static __nvfp4emu_lt_desc_t* __nvfp4emu_lt_desc(cublasLtMatmulDesc_t d) {
-  for (int i = 0; i < NVFP4EMU_LT_SLOTS; ++i)
-    if (__nvfp4emu_lt_descs[i].handle == (const void*)d) return &__nvfp4emu_lt_descs[i];
-  return 0;
+  return __nvfp4emu_lt_find(__nvfp4emu_lt_descs, (const void*)d);
 }
 
 static cublasStatus_t __nvfp4emu_lt_layout_create(cublasLtMatrixLayout_t* l, cudaDataType type, uint64_t rows,
                                                   uint64_t cols, int64_t ld) {
   cublasStatus_t s = cublasLtMatrixLayoutCreate(l, type, rows, cols, ld);
   if (s == CUBLAS_STATUS_SUCCESS) {
-    __nvfp4emu_lt_layout_t* r = __nvfp4emu_lt_slot(__nvfp4emu_lt_layouts, (const void*)*l, true);
+    __nvfp4emu_lt_layout_t* r = __nvfp4emu_lt_fresh(__nvfp4emu_lt_layouts, (const void*)*l);
     r->type = type; r->rows = rows; r->cols = cols; r->ld = ld; r->batch = 1;
   }
   return s;
@@ -87,7 +84,7 @@ static cublasStatus_t __nvfp4emu_lt_desc_create(cublasLtMatmulDesc_t* d, cublasC
                                                 cudaDataType scale_type) {
   cublasStatus_t s = cublasLtMatmulDescCreate(d, compute, scale_type);
   if (s == CUBLAS_STATUS_SUCCESS) {
-    __nvfp4emu_lt_desc_t* r = __nvfp4emu_lt_slot(__nvfp4emu_lt_descs, (const void*)*d, true);
+    __nvfp4emu_lt_desc_t* r = __nvfp4emu_lt_fresh(__nvfp4emu_lt_descs, (const void*)*d);
     if (compute != CUBLAS_COMPUTE_32F || scale_type != CUDA_R_32F) r->unmodeled = "a compute or scale type other than 32F";
   }
   return s;

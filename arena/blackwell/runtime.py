@@ -207,7 +207,7 @@ _CLC_WORDS = ("; the kernel uses cluster launch control (clusterlaunchcontrol.tr
 def _uses_cluster_launch_control() -> bool:
     from arena.blackwell import cute_dsl
     instructions = [i for module in _state["modules"] for i in _sites(module).values()] + cute_dsl.compiled_sites()
-    return any(i.startswith("clusterlaunchcontrol") or " clusterlaunchcontrol" in i for i in instructions)
+    return any("clusterlaunchcontrol." in i for i in instructions)
 
 
 def _fault_words(text: str) -> str:
