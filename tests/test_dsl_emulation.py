@@ -203,3 +203,31 @@ def test_a_tvm_ffi_kernels_library_handle_is_within_the_jits_reach(tmp_path):
     # one state global; not found directly; found through the accessor, holding no handle before any call
     seen = (tmp_path / "seen.txt").read_text() if (tmp_path / "seen.txt").exists() else out
     assert seen.split() == ["1", "[0]", "True", "True", "0"], seen
+
+
+def test_the_same_ptx_is_assembled_once(tmp_path):
+    """An autotuner compiles cutlass.utils.HardwareInfo's empty kernel once per configuration: the same PTX, read
+    from another folder each time, goes through the ptxas shim once and gives the same cubin."""
+    out = _run("""
+        import os, subprocess
+        from arena.blackwell import cute_dsl, toolchain
+        os.environ.update(toolchain.prepare())
+        ptx = ".version 8.7\\n.target sm_100a\\n.address_size 64\\n.visible .entry empty()\\n{\\n\\tret;\\n}\\n"
+        calls = []
+        real = subprocess.run
+        def counted(*args, **kwargs):
+            calls.append(args[0])
+            return real(*args, **kwargs)
+        cute_dsl.subprocess.run = counted
+        blobs = []
+        for folder, tail in (("a", b"\\0"), ("b", b""), ("c", b"")):
+            os.makedirs(folder)
+            with open(f"{folder}/kernel.sm_100a.ptx", "wb") as f:
+                f.write(ptx.encode() + tail)
+            blobs.append(cute_dsl.assemble_for_sm90a(f"{folder}/kernel.sm_100a.ptx")[0])
+        with open("c/kernel.sm_100a.ptx", "w") as f:
+            f.write(ptx.replace("empty", "other"))
+        blobs.append(cute_dsl.assemble_for_sm90a("c/kernel.sm_100a.ptx")[0])
+        print(len(calls), blobs[0] == blobs[1] == blobs[2], blobs[0] != blobs[3], blobs[0][:4].hex())
+    """, tmp_path)
+    assert out.split() == ["2", "True", "True", "7f454c46"]

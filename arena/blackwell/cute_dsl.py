@@ -17,6 +17,7 @@ the handle there is read.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -39,6 +40,9 @@ _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
 _state = {"installed": False, "readers": []}
+# sm_90a cubin and sites by the sha256 of the PTX: the same PTX assembles to the same cubin, and an autotuner
+# that asks cutlass.utils.HardwareInfo for every configuration compiles one empty kernel each time
+_ASSEMBLED: dict[str, tuple[bytes, dict[int, str]]] = {}
 
 
 class CuteDslEmulationError(RuntimeError):
@@ -80,8 +84,12 @@ def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
     with open(ptx_path, "rb") as f:
         text = f.read()
     if text.endswith(b"\0"):        # the DSL's dump ends with the C string's NUL, which ptxas reads as text
+        text = text.rstrip(b"\0")
         with open(ptx_path, "wb") as f:
-            f.write(text.rstrip(b"\0"))
+            f.write(text)
+    digest = hashlib.sha256(text).hexdigest()
+    if digest in _ASSEMBLED:
+        return _ASSEMBLED[digest]
     cubin = ptx_path + ".sm90a.cubin"
     sites_file = cubin + ".emu.json"
     # linked with the library's cubin (assembled once per register cap): about 1 s a kernel where the merged build
@@ -98,7 +106,8 @@ def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
         with open(sites_file) as f:
             sites = {int(r["site"]): str(r["instruction"]) for r in json.load(f)}
     with open(cubin, "rb") as f:
-        return f.read(), sites
+        _ASSEMBLED[digest] = (f.read(), sites)
+    return _ASSEMBLED[digest]
 
 
 def replace_binary(module, cubin: bytes) -> int:
