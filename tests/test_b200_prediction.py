@@ -483,3 +483,11 @@ def test_the_worker_answers_a_host_request_with_each_calls_cpu_time(tmp_path):
     cpu, returned = reply.fields["call_cpu_ns"], reply.fields["return_ns"]
     assert len(cpu) == len(returned) == len(reply.fields["drain_ns"]) == 2
     assert all(15e6 <= c <= r + 1e6 for c, r in zip(cpu, returned)), (cpu, returned)
+
+
+def test_a_direct_cublaslt_fp4_matmul_is_predicted_from_cublaslts_public_time_and_never_timed_here():
+    counts = b200.WorkCounts(cublaslt_fp4_calls=1)
+    assert not b200.runs_natively(counts)
+    p = b200.predict("nvfp4_gemm", GEMM, counts, b200.NativeTiming(5000.0, 4000.0))
+    assert p.b200_us == b200.SCALED_MM_US[(128, 7168, 16384, 1)] and p.bound == "cuBLASLt"
+    assert p.rests_on.startswith("cuBLASLt's NVFP4 matmul: ") and p.hopper_us is None

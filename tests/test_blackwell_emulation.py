@@ -136,6 +136,9 @@ def test_the_cublaslt_wrappers_compile_for_the_lookalike_and_replace_its_calls(t
     for wrapper in ("__nvfp4emu_lt_matmul", "__nvfp4emu_lt_heuristic", "__nvfp4emu_lt_desc_set"):
         assert wrapper in symbols, wrapper
     assert re.search(r" U cublasLtMatmul\b", symbols)          # the wrappers still reach cuBLASLt for the rest
+    # the FP4 matmuls run are counted, once per module (weak), for the B200 time model
+    assert re.search(r" [VW] __nvfp4emu_lt_fp4_calls\b", symbols) and \
+        re.search(r" W __nvfp4emu_take_lt_fp4_calls\b", symbols), symbols
 
 
 FP4_DOT_HARNESS = r"""
@@ -199,7 +202,7 @@ def test_the_cublaslt_fp4_arithmetic_matches_torch_in_each_layout(tmp_path):
 
 
 @pytest.mark.gpu
-def test_the_cublaslt_lookalike_passes_under_emulation(hopper_gpu):
+def test_the_cublaslt_lookalike_passes_under_emulation(hopper_gpu, tmp_path):
     """tests/submissions/cublaslt_nvfp4.py calls cuBLASLt's block-scaled FP4 matmul, which a Hopper GPU's cuBLASLt
     refuses: under --emulate-blackwell the wrappers of emulation_cublaslt.h run it, and every test case passes."""
     done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "test", "--emulate-blackwell",
@@ -207,6 +210,15 @@ def test_the_cublaslt_lookalike_passes_under_emulation(hopper_gpu):
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert re.search(r"(\d+) of \1 cases passed", done.stdout), done.stdout[-3000:]
+    # predict: a call of cuBLASLt's NVFP4 matmul is predicted from cuBLASLt's public B200 time, never timed here
+    report = os.path.join(str(tmp_path), "p.json")
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "eval.py"), "predict", "-q", "--only", "1",
+                           "--submission", os.path.join(ROOT, "tests", "submissions", "cublaslt_nvfp4.py"),
+                           "--json", report], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    prediction = json.load(open(report))["cases"][0]["prediction"]
+    assert prediction["bound"] == "cuBLASLt" and prediction["hopper_us"] is None, prediction
+    assert prediction["counts"]["cublaslt_fp4_calls"] == 1 and "cuBLASLt's NVFP4 matmul" in prediction["rests_on"]
 
 
 MODULE = """.version 8.7

@@ -161,6 +161,16 @@ static __global__ void __nvfp4emu_lt_fp4_gemm(__nvfp4emu_lt_matrix a, __nvfp4emu
   __nvfp4emu_lt_store(d, d_type, d_rows ? m * ldd + n : m + n * ldd, out);
 }
 
+// FP4 matmuls run here since the last take: the B200 time model predicts such a call from cuBLASLt's public B200
+// times, never from this kernel's time on the Hopper GPU (arena/predict/b200.py). Weak: one counter for every
+// source of the module that includes this header.
+extern "C" __attribute__((weak, visibility("default"))) unsigned int __nvfp4emu_lt_fp4_calls = 0;
+extern "C" __attribute__((weak, visibility("default"))) unsigned int __nvfp4emu_take_lt_fp4_calls() {
+  const unsigned int calls = __nvfp4emu_lt_fp4_calls;
+  __nvfp4emu_lt_fp4_calls = 0;
+  return calls;
+}
+
 static cublasStatus_t __nvfp4emu_lt_unmodeled(const char* what) {
   fprintf(stderr, "emulate-blackwell: cuBLASLt's block-scaled FP4 matmul with %s is not emulated\n", what);
   return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -196,6 +206,7 @@ static cublasStatus_t __nvfp4emu_lt_matmul(cublasLtHandle_t h, cublasLtMatmulDes
   const __nvfp4emu_lt_matrix ma = {(const uint8_t*)a, A->ld, A->row_order, r->trans_a};
   const __nvfp4emu_lt_matrix mb = {(const uint8_t*)b, B->ld, B->row_order, r->trans_b};
   const dim3 threads(32, 8), blocks((unsigned)((n_count + 31) / 32), (unsigned)((m_count + 7) / 8));
+  __nvfp4emu_lt_fp4_calls++;
   __nvfp4emu_lt_fp4_gemm<<<blocks, threads, 0, stream>>>(
       ma, mb, (const uint8_t*)r->scale_a, (const uint8_t*)r->scale_b, m_count, n_count, k_count, *(const float*)alpha,
       *(const float*)beta, c, C->type, C->ld, C->row_order, d, D->type, D->ld, D->row_order);

@@ -39,7 +39,8 @@ class EmulationBuildError(RuntimeError):
     emulated build failed."""
 
 
-_state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14, "dsl_version": None}
+_state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14, "dsl_version": None,
+          "cublaslt_fp4_calls": 0}
 
 # Words 18-31 of the library's record: what the emulated kernels issued since the last `take_counts` (the
 # B200 time model's inputs, arena/predict/b200.py). Each is summed over calls and modules, or its largest kept.
@@ -63,6 +64,7 @@ def take_counts() -> dict:
     counts["mma_work"] = counts.pop("mma_work_8k") * 8192
     counts["tma_bytes"] = counts.pop("tma_bytes_16") * 16
     counts["mma_sites"] = emulated_mma_sites()
+    counts["cublaslt_fp4_calls"], _state["cublaslt_fp4_calls"] = _state["cublaslt_fp4_calls"], 0
     return counts
 
 
@@ -99,6 +101,10 @@ def raise_on_error():
             read = library.__nvfp4emu_read_state
         except (OSError, AttributeError):
             continue
+        take_lt_calls = getattr(library, "__nvfp4emu_take_lt_fp4_calls", None)     # emulation_cublaslt.h
+        if take_lt_calls is not None:
+            take_lt_calls.restype = ctypes.c_uint
+            _state["cublaslt_fp4_calls"] += take_lt_calls()
         counts = (ctypes.c_uint * len(COUNT_WORDS))()
         read_counts = getattr(library, "__nvfp4emu_read_counts", None)
         if read_counts is not None and read_counts(counts) == 0:

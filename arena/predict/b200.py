@@ -13,12 +13,12 @@ bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_predictio
 
 Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
 per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A call that ran
-natively on the Hopper GPU (no MMA, scale copy or torch._scaled_mm emulated: CUDA-core GEMVs) is predicted from its
+natively on the Hopper GPU (no MMA, scale copy or cuBLASLt FP4 matmul emulated: CUDA-core GEMVs) is predicted from its
 own time there, timed as `benchmark` times it (`NativeTiming`):
 
     time = the case's DRAM floor on the B200 + (its time here - its DRAM floor here) x BEYOND_DRAM_RATIO
 
-and a torch._scaled_mm call from cuBLAS's public B200 times.
+and a torch._scaled_mm call, or one of cuBLASLt's NVFP4 matmul, from cuBLASLt's public B200 times.
 
 The counts come from the worker, which the submission controls: a prediction is advice to its author, never
 part of a ranking.
@@ -83,6 +83,7 @@ class WorkCounts:
     scale_copies: int = 0
     dynamic_smem: int = 0
     scaled_mm_calls: int = 0
+    cublaslt_fp4_calls: int = 0     # cuBLASLt's NVFP4 matmul called directly (emulated by arena/blackwell)
     mma_sites: int = 0          # tcgen05.mma instructions in the emulated modules built so far (not a count of issues)
 
     @classmethod
@@ -159,10 +160,12 @@ def _with_range(us: float, rests_on: str, **parts) -> Prediction:
 
 
 def runs_natively(counts: WorkCounts) -> bool:
-    """No tcgen05 MMA, scale copy or emulated torch._scaled_mm, and no MMA in any emulated module: the call's
+    """No tcgen05 MMA, scale copy or emulated NVFP4 library matmul (torch._scaled_mm, cuBLASLt), and no MMA in
+    any emulated module: the call's
     kernels ran at about this GPU's own speed (what else is emulated, a tensor-memory alloc, a commit, an FP4
     conversion, is a few instructions)."""
-    return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls or counts.mma_sites)
+    return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls or counts.cublaslt_fp4_calls
+                or counts.mma_sites)
 
 
 def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None,
@@ -207,18 +210,20 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
         return Prediction(None, None, None, "no counts: the call did not run under the emulation")
     if native is not None and runs_natively(counts):
         return _from_native(moved, dram_us, native)
-    if counts.mmas == 0 and counts.mma_sites and not counts.scaled_mm_calls:
+    library = "torch._scaled_mm" if counts.scaled_mm_calls else "cuBLASLt's NVFP4 matmul" \
+        if counts.cublaslt_fp4_calls else ""
+    if counts.mmas == 0 and counts.mma_sites and not library:
         return Prediction(None, None, None, f"not predicted: the emulated modules hold {counts.mma_sites} tcgen05.mma "
                           "instructions and none was counted, so this call's counts are out of reach (the library that "
                           "holds them was not read: a CuTe DSL kernel's through TVM FFI, for one)")
     if counts.mmas == 0:
-        if counts.scaled_mm_calls:
+        if library:
             shapes = _shapes(args)
             table = SCALED_MM_PAIR_US if "dual" in task else SCALED_MM_US
             if len(shapes) == 1 and shapes[0] in table:
-                return _with_range(table[shapes[0]], "torch._scaled_mm: cuBLASLt's public B200 time for this "
-                                   "shape", bound="cuBLASLt", dram_bytes=moved)
-            return Prediction(None, None, None, "torch._scaled_mm: no public B200 time for this shape")
+                return _with_range(table[shapes[0]], f"{library}: cuBLASLt's public B200 time for this shape",
+                                   bound="cuBLASLt", dram_bytes=moved)
+            return Prediction(None, None, None, f"{library}: no public B200 time for this shape")
         us = CALL_US + dram_us
         return _with_range(us, "no tcgen05 MMA issued: the case's DRAM bytes at the B200's bandwidth (the "
                            "kernel's own efficiency is not seen)", bound="DRAM", call_us=CALL_US,
