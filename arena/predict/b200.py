@@ -161,9 +161,8 @@ def _with_range(us: float, rests_on: str, **parts) -> Prediction:
 
 def runs_natively(counts: WorkCounts) -> bool:
     """No tcgen05 MMA, scale copy or emulated NVFP4 library matmul (torch._scaled_mm, cuBLASLt), and no MMA in
-    any emulated module: the call's
-    kernels ran at about this GPU's own speed (what else is emulated, a tensor-memory alloc, a commit, an FP4
-    conversion, is a few instructions)."""
+    any emulated module: the call's kernels ran at about this GPU's own speed (what else is emulated, a
+    tensor-memory alloc, a commit, an FP4 conversion, is a few instructions)."""
     return not (counts.mmas or counts.scale_copies or counts.scaled_mm_calls or counts.cublaslt_fp4_calls
                 or counts.mma_sites)
 
