@@ -39,8 +39,6 @@ def run_detour(tmp_path, extra: list[str]) -> dict[str, dict[str, str]]:
 def test_every_lookup_of_the_encoder_lands_on_the_detour(tmp_path):
     got = run_detour(tmp_path, [])
     assert got["direct"] == got["entry_point"] == got["cutlass_wrapper"] == DETOURED
-    # predict keeps this host work of the emulation's out of a call's host time: it is tallied, once per new map
-    assert got["registrations"] == {"first": "1", "again": "0"}
 
 
 def test_cutlass_headers_lookup_lands_on_the_detour(tmp_path):

@@ -57,15 +57,6 @@ static inline __nvfp4emu_encode_fn __nvfp4emu_real_encode() {
   return fn;
 }
 
-// Maps registered since the last take: host work of the emulation's own inside a call (two synchronous copies),
-// which predict keeps out of the call's host time. Weak: one counter for every source of the module.
-extern "C" __attribute__((weak, visibility("default"))) unsigned int __nvfp4emu_map_registrations = 0;
-extern "C" __attribute__((weak, visibility("default"))) unsigned int __nvfp4emu_take_map_registrations() {
-  const unsigned int registered = __nvfp4emu_map_registrations;
-  __nvfp4emu_map_registrations = 0;
-  return registered;
-}
-
 // Remember a re-encoded map on the device (a ring of 64; the same bytes are registered once).
 static void __nvfp4emu_register_u4_map(const CUtensorMap* map) {
   static unsigned int known[64][32];
@@ -73,7 +64,6 @@ static void __nvfp4emu_register_u4_map(const CUtensorMap* map) {
   for (unsigned int i = 0; i < (count < 64 ? count : 64); ++i)
     if (memcmp(known[i], map, 128) == 0) return;
   const unsigned int slot = count % 64;
-  ++__nvfp4emu_map_registrations;
   memcpy(known[slot], map, 128);
   ++count;
   const unsigned int registered = count < 64 ? count : 64;

@@ -40,11 +40,7 @@ class EmulationBuildError(RuntimeError):
 
 
 _state = {"modules": [], "installed": False, "warned": set(), "counts": [0] * 14, "dsl_version": None,
-          "cublaslt_fp4_calls": 0, "map_registrations": 0}
-# Host-side tallies each emulated module keeps (emulation_cublaslt.h, emulation_host.h): read and cleared after a
-# call with the library's record, and handed on by take_counts.
-_HOST_TALLIES = (("cublaslt_fp4_calls", "__nvfp4emu_take_lt_fp4_calls"),
-                 ("map_registrations", "__nvfp4emu_take_map_registrations"))
+          "cublaslt_fp4_calls": 0}
 
 # Words 18-31 of the library's record: what the emulated kernels issued since the last `take_counts` (the
 # B200 time model's inputs, arena/predict/b200.py). Each is summed over calls and modules, or its largest kept.
@@ -68,8 +64,7 @@ def take_counts() -> dict:
     counts["mma_work"] = counts.pop("mma_work_8k") * 8192
     counts["tma_bytes"] = counts.pop("tma_bytes_16") * 16
     counts["mma_sites"] = emulated_mma_sites()
-    for name, _ in _HOST_TALLIES:
-        counts[name], _state[name] = _state[name], 0
+    counts["cublaslt_fp4_calls"], _state["cublaslt_fp4_calls"] = _state["cublaslt_fp4_calls"], 0
     return counts
 
 
@@ -106,11 +101,10 @@ def raise_on_error():
             read = library.__nvfp4emu_read_state
         except (OSError, AttributeError):
             continue
-        for name, symbol in _HOST_TALLIES:
-            take = getattr(library, symbol, None)
-            if take is not None:
-                take.restype = ctypes.c_uint
-                _state[name] += take()
+        take_lt_calls = getattr(library, "__nvfp4emu_take_lt_fp4_calls", None)     # emulation_cublaslt.h
+        if take_lt_calls is not None:
+            take_lt_calls.restype = ctypes.c_uint
+            _state["cublaslt_fp4_calls"] += take_lt_calls()
         counts = (ctypes.c_uint * len(COUNT_WORDS))()
         read_counts = getattr(library, "__nvfp4emu_read_counts", None)
         if read_counts is not None and read_counts(counts) == 0:

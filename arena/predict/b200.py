@@ -84,7 +84,6 @@ class WorkCounts:
     dynamic_smem: int = 0
     scaled_mm_calls: int = 0
     cublaslt_fp4_calls: int = 0     # cuBLASLt's NVFP4 matmul called directly (emulated by arena/blackwell)
-    map_registrations: int = 0      # packed-FP4 tensor maps the emulation registered (its own host work, no B200's)
     mma_sites: int = 0          # tcgen05.mma instructions in the emulated modules built so far (not a count of issues)
 
     @classmethod

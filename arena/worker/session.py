@@ -235,9 +235,9 @@ class Session:
             hold_ns = float(time.perf_counter_ns() - start)
         outputs, cpu, returned, drain = harness_guard.time_calls_host(self.custom_kernel, inputs, self._sync, hold)
         self.checked_call(lambda: None)
+        if self.work_counts:
+            self.work_counts()
         reply = {"outputs": outputs, "call_cpu_ns": cpu, "return_ns": returned, "drain_ns": drain}
-        if self.work_counts:        # the emulation's own host work inside the calls (tensor maps it registered)
-            reply["map_registrations"] = int(self.work_counts().get("map_registrations", 0))
         return {**reply, "hold_ns": hold_ns} if hold_ns is not None else reply
 
     def profile(self, inputs: list) -> dict:

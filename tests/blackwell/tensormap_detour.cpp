@@ -2,8 +2,7 @@
 // host compiler and a stand-in for the CUDA runtime: the stand-in hands out a recording encoder for
 // "cuTensorMapEncodeTiled" and nothing for any other name, as the driver does.
 // Each line printed: "<caller> rc=<CUresult> type=<data type the encoder got> dim0=<> box0=<>" for a packed-FP4
-// map (16U4_ALIGN8B, dim0 256, box0 128), and for CUTLASS's lookup also a FLOAT16 map with the same numbers; then
-// the tally of packed maps registered on the device.
+// map (16U4_ALIGN8B, dim0 256, box0 128), and for CUTLASS's lookup also a FLOAT16 map with the same numbers.
 // Callers: the direct call, the runtime's entry point by name, and the lookup of CUTLASS 4.x's
 // CUTLASS_CUDA_DRIVER_WRAPPER_DECL (cutlass/cuda_host_adapter.hpp), whose name string is stringified
 // after macro expansion; with WITH_CUTLASS the real header is included, else a copy of its two macros' shape.
@@ -72,8 +71,5 @@ int main() {
   });
   report("cutlass_wrapper", [](auto... a) { return CUTLASS_STYLE_ENCODE(a...); });
   report("cutlass_wrapper_f16", [](auto... a) { return CUTLASS_STYLE_ENCODE(a...); }, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
-  // the same packed map's bytes, three times: registered once, and the tally reads once
-  const unsigned int first = __nvfp4emu_take_map_registrations();
-  printf("registrations first=%u again=%u\n", first, __nvfp4emu_take_map_registrations());
   return 0;
 }
