@@ -203,17 +203,14 @@ def time_calls_drain(fn, inputs: list, sync, clock=time.perf_counter_ns) -> tupl
     return outputs, wall, drain
 
 
-def time_calls_host(fn, inputs: list, sync, hold=None, clock=time.perf_counter_ns, cpu=time.thread_time_ns) \
+def time_calls_host(fn, inputs: list, sync, clock=time.perf_counter_ns, cpu=time.thread_time_ns) \
         -> tuple[list, list[float], list[float], list[float]]:
     """Sync-to-sync calls timed on the host: the calling thread's CPU time inside each call (other processes on
     the machine barely move it, where they stretch wall time), the wall time until it returned, and the drain
-    after it. `hold()`, when given, queues GPU work ahead of each call (a spin kernel): a call that waits for
-    the GPU inside waits for that too, which its return time shows. Returns outputs, CPU ns, return ns, drain ns."""
+    after it. Returns outputs, CPU ns, return ns, drain ns."""
     outputs, cpu_ns, return_ns, drain_ns = [], [], [], []
     for x in inputs:
         sync()
-        if hold is not None:
-            hold()
         t0, c0 = clock(), cpu()
         outputs.append(fn(x))
         c1, t1 = cpu(), clock()

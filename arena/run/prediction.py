@@ -15,7 +15,6 @@ from arena.taskdef.specs import Case
 NATIVE_TIMING_S = 2.0       # seconds of timing per natively run case: a median, not a ranking
 NATIVE_RUNS = 100
 HOST_CALLS = 2              # calls timed on the host after the checked one; the least CPU time counts
-HOLD_MS = 200.0             # the GPU spin queued ahead of each: a call that waits for the GPU inside waits for it
 
 
 def predict_case(ev: Evaluator, index: int, case: Case, task_name: str, dram_gbps: float | None) -> CaseResult:
@@ -46,20 +45,18 @@ def predict_case(ev: Evaluator, index: int, case: Case, task_name: str, dram_gbp
 
 
 def _host_time(ev: Evaluator, case: Case, result: CaseResult) -> tuple[float | None, str]:
-    """The least CPU time the submission's thread spent inside one call, in µs, over HOST_CALLS calls, each queued
-    behind a GPU spin of HOLD_MS; None and why when it cannot stand for the host work: a call that returned only
-    after half the spin (hold_ns, timed alone) waited for the GPU inside (a synchronize, a copy to the host), and
-    there it would wait for its emulated kernels too, a wait that is the emulation's, not a B200's."""
+    """The least CPU time the submission's thread spent inside one call, in µs, over HOST_CALLS calls; None and
+    why when it cannot stand for the host work: a call that returned only once its emulated kernels had finished
+    waited for them inside (a synchronize, a copy to the host), and that wait is the emulation's, not a B200's."""
     try:
-        reply = ev._call("host", [ev.generate(case.args) for _ in range(HOST_CALLS)], result, hold_ms=HOLD_MS)
+        reply = ev._call("host", [ev.generate(case.args) for _ in range(HOST_CALLS)], result)
     except Exception as error:          # advice only: the checked call's verdict stands
         return None, f"{type(error).__name__}: {error}"
-    cpu, returned = reply.fields.get("call_cpu_ns", []), reply.fields.get("return_ns", [])
-    hold_ns = reply.fields.get("hold_ns")
-    if not (len(cpu) == len(returned) == HOST_CALLS) or not hold_ns:
+    cpu, returned, drain = (reply.fields.get(k, []) for k in ("call_cpu_ns", "return_ns", "drain_ns"))
+    if not (len(cpu) == len(returned) == len(drain) == HOST_CALLS):
         return None, "the reply held no host times"
-    if any(r >= hold_ns / 2 for r in returned):
-        return None, "the call waits for the GPU before it returns (a synchronize or a copy to the host)"
+    if any(d < r for d, r in zip(drain, returned)):
+        return None, "the call waits for its own GPU work before it returns"
     return min(cpu) / 1e3, ""
 
 

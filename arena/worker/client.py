@@ -287,7 +287,7 @@ class Worker:
         for key in REPLY_NUMBER_LISTS:
             if key in reply:
                 fields[key] = _numbers(reply[key], key)
-        for key in ("sync_ns", "threads", "host_ns", "hold_ns"):
+        for key in ("sync_ns", "threads", "host_ns"):
             if isinstance(reply.get(key), (int, float)) and not isinstance(reply.get(key), bool):
                 number = float(reply[key])
                 if not (math.isfinite(number) and 0 <= number <= MAX_REPORTED_NS):

@@ -215,30 +215,11 @@ class Session:
         return {"outputs": outputs, "wall_ns": wall, "drain_ns": drain,
                 "sync_ns": harness_guard.sync_latency_ns(self._sync)}
 
-    def host(self, inputs: list, hold_ms: float = 0.0) -> dict:
-        """Calls timed on the host (predict: the per-call cost outside the emulated kernels), each behind a GPU
-        spin of `hold_ms` (measured alone: hold_ns) that a call waiting for the GPU inside would wait for too.
-        Afterwards the emulated kernels' records are read, so that their errors surface here and their counts
-        are not the next call's."""
+    def host(self, inputs: list) -> dict:
+        """Calls timed on the host (predict: the per-call cost outside the emulated kernels)."""
         from arena.audit import harness_guard
-        hold = hold_ns = None
-        if self.device == "cuda" and hold_ms > 0:
-            khz = getattr(self.torch.cuda.get_device_properties(0), "clock_rate", 0) or 2_000_000
-            cycles = int(min(float(hold_ms), 1000.0) * khz)
-
-            def hold():
-                self.torch.cuda._sleep(cycles)
-            self._sync()
-            start = time.perf_counter_ns()
-            hold()
-            self._sync()
-            hold_ns = float(time.perf_counter_ns() - start)
-        outputs, cpu, returned, drain = harness_guard.time_calls_host(self.custom_kernel, inputs, self._sync, hold)
-        self.checked_call(lambda: None)
-        if self.work_counts:
-            self.work_counts()
-        reply = {"outputs": outputs, "call_cpu_ns": cpu, "return_ns": returned, "drain_ns": drain}
-        return {**reply, "hold_ns": hold_ns} if hold_ns is not None else reply
+        outputs, cpu, returned, drain = harness_guard.time_calls_host(self.custom_kernel, inputs, self._sync)
+        return {"outputs": outputs, "call_cpu_ns": cpu, "return_ns": returned, "drain_ns": drain}
 
     def profile(self, inputs: list) -> dict:
         import torch
