@@ -26,12 +26,11 @@ GUARDED = (
     "arena.clock.timing.time_together_wall", "arena.clock.timing.busy_spin",
     "arena.clock.timing.l2_flush_buffer", "arena.clock.timing.clear_l2_cache",
     "arena.worker.session.Session", "arena.worker.session.Session.run", "arena.worker.session.Session.time",
-    "arena.worker.session.Session.wall", "arena.worker.session.Session.host", "arena.worker.session.Session.profile", "arena.worker.session.Session._sync",
+    "arena.worker.session.Session.wall", "arena.worker.session.Session.profile", "arena.worker.session.Session._sync",
     "arena.worker.session.Session._synced_call", "arena.worker.session.require_plain",
     "arena.worker.session.foreign_threads", "arena.worker.server.Session", "arena.worker.server._first_line",
     "arena.worker.server.foreign_threads", "arena.worker.server.serve",
-    "arena.audit.harness_guard.time_calls_drain", "arena.audit.harness_guard.time_calls_host",
-    "arena.audit.harness_guard.sync_latency_ns", "arena.audit.harness_guard.find_violations",
+    "arena.audit.harness_guard.time_calls_drain", "arena.audit.harness_guard.sync_latency_ns", "arena.audit.harness_guard.find_violations",
     "arena.worker.channel.send", "arena.worker.channel.receive", "arena.worker.channel._read_exactly", "arena.worker.channel.json",
     "arena.worker.tensorwire.Encoder", "arena.worker.tensorwire.Decoder", "arena.worker.tensorwire.encode",
     "arena.worker.tensorwire._write_memfd",
@@ -201,25 +200,6 @@ def time_calls_drain(fn, inputs: list, sync, clock=time.perf_counter_ns) -> tupl
         wall.append(float(t2 - t0))
         drain.append(float(t2 - t1))
     return outputs, wall, drain
-
-
-def time_calls_host(fn, inputs: list, sync, clock=time.perf_counter_ns, cpu=time.thread_time_ns) \
-        -> tuple[list, list[float], list[float], list[float]]:
-    """Sync-to-sync calls timed on the host: the calling thread's CPU time inside each call (other processes on
-    the machine barely move it, where they stretch wall time), the wall time until it returned, and the drain
-    after it. Returns outputs, CPU ns, return ns, drain ns."""
-    outputs, cpu_ns, return_ns, drain_ns = [], [], [], []
-    for x in inputs:
-        sync()
-        t0, c0 = clock(), cpu()
-        outputs.append(fn(x))
-        c1, t1 = cpu(), clock()
-        sync()
-        t2 = clock()
-        cpu_ns.append(float(c1 - c0))
-        return_ns.append(float(t1 - t0))
-        drain_ns.append(float(t2 - t1))
-    return outputs, cpu_ns, return_ns, drain_ns
 
 
 def sync_latency_ns(sync, repeats: int = 5, clock=time.perf_counter_ns) -> float:

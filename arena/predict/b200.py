@@ -5,7 +5,6 @@ issue (arena/blackwell/runtime.take_counts: tcgen05 MMAs and their multiply-adds
 bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_prediction.md argues it:
 
     time = per-call cost + max(DRAM time, the busiest SM's time)
-    per-call cost      = max(a lean call's cost, the call's host time here x HOST_RATIO)
     DRAM time          = the case's compulsory bytes (A, B, their scale factors, C) / the B200's DRAM bandwidth
     busiest SM's time  = waves x (CTA fill + max(the CTA's MMA time, the CTA's TMA time))
     waves              = ceil(CTAs / 148 SMs), one CTA per SM (a tcgen05 CTA holds most of its SM's shared and
@@ -41,10 +40,6 @@ CTA_FILL_US = 2.0               # a CTA's pipeline fill (first loads from DRAM) 
 TMA_BYTES_PER_SM_PER_US = 150e3  # what one SM's TMA loads sustain from L2 (bytes per µs)
 ROUND_TRIP_US = 0.7             # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
 RANGE = (0.76, 7.13)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
-
-# The per-call cost of a call whose host work is measured here (its thread's CPU time inside the call: Python,
-# argument packing, launches, PyTorch work around the kernels): the B200 runner's host / this machine's host.
-HOST_RATIO = 1.0
 
 # torch._scaled_mm (cuBLASLt's NVFP4 GEMM) on a B200, per benchmark shape: gau-nernst/gpu-mode-kernels
 # nvidia/nvfp4_gemm/README.md (the `torch._scaled_mm` submission) and nvidia/nvfp4_dual_gemm/README.md (the
@@ -118,7 +113,6 @@ class Prediction:
     tma_bytes_per_cta: float = 0.0
     counts: dict | None = None  # the WorkCounts it was made from
     hopper_us: float | None = None      # a call that ran natively: its median time on this GPU
-    host_us: float | None = None        # the host time of one call here (its thread's CPU time), when measured
     here_dram_gbps: float | None = None  # ... and this GPU's measured DRAM bandwidth
 
     def as_dict(self) -> dict:
@@ -167,23 +161,11 @@ def runs_natively(counts: WorkCounts) -> bool:
                 or counts.mma_sites)
 
 
-def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None,
-            host_us: float | None = None) -> Prediction:
+def predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None = None) -> Prediction:
     """The B200 time of one call of the case `args` of `task`, from the counts of its emulated call (and its time
-    on this GPU when it ran natively; `host_us`: the host time of one call here, when it was measured)."""
-    prediction = _predict(task, args, counts, native, host_us)
+    on this GPU when it ran natively)."""
+    prediction = _predict(task, args, counts, native)
     return replace(prediction, counts=asdict(counts)) if counts is not None else prediction
-
-
-def call_cost(host_us: float | None) -> tuple[float, str]:
-    """The per-call cost and its words: the host time measured here scaled to the B200's host, or the fitted
-    cost of a lean call when that is larger or nothing was measured."""
-    if host_us is None:
-        return CALL_US, f"a per-call cost of {CALL_US:g} µs"
-    scaled = host_us * HOST_RATIO
-    if scaled <= CALL_US:
-        return CALL_US, f"a per-call cost of {CALL_US:g} µs (the call's host time here: {host_us:.1f} µs)"
-    return scaled, f"a per-call cost of {scaled:.1f} µs: the call's host time here ({host_us:.1f} µs) x {HOST_RATIO:g}"
 
 
 def _from_native(moved: int, dram_us: float, native: NativeTiming) -> Prediction:
@@ -201,8 +183,7 @@ def _from_native(moved: int, dram_us: float, native: NativeTiming) -> Prediction
                       hopper_us=round(native.median_us, 3), here_dram_gbps=round(native.dram_gbps, 1))
 
 
-def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None,
-             host_us: float | None) -> Prediction:
+def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTiming | None) -> Prediction:
     moved = dram_bytes(task, args)
     dram_us = moved / DRAM_BYTES_PER_US
     if counts is None:
@@ -239,16 +220,14 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
     serial = counts.commits * 2 >= counts.mmas
     trips_us = counts.commits / ctas * ROUND_TRIP_US if serial else 0.0
     sm_us = waves * (CTA_FILL_US + max(mma_us, tma_us, trips_us))
-    call_us, call_words = call_cost(host_us)
-    us = call_us + max(dram_us, sm_us)
-    bound = "host" if call_us > max(dram_us, sm_us) else "DRAM" if dram_us >= sm_us else \
-        "serial k-loop" if trips_us >= max(mma_us, tma_us) else "MMA" if mma_us >= tma_us else "TMA"
+    us = CALL_US + max(dram_us, sm_us)
+    bound = "DRAM" if dram_us >= sm_us else "serial k-loop" if trips_us >= max(mma_us, tma_us) else \
+        "MMA" if mma_us >= tma_us else "TMA"
     source = "tensor TMA loads" if measured_tma else \
         "tensor TMA loads of unread size: the MMAs' operand bytes" if counts.tma_loads else \
         "no tensor TMA counted: the MMAs' operand bytes"
-    return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}; {call_words}", bound=bound,
-                       call_us=round(call_us, 3), host_us=None if host_us is None else round(host_us, 3),
-                       dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
+    return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}", bound=bound,
+                       call_us=CALL_US, dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
                        mma_us_per_cta=round(mma_us, 3), tma_us_per_cta=round(tma_us, 3), waves=waves, ctas=ctas,
                        dram_bytes=moved, tma_bytes_per_cta=round(loaded / ctas, 1))
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-OPS = ("run", "stage", "go", "collect", "wall", "host", "profile")    # what a request may ask once the submission is imported
-REPLY_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns", "phases_ns", "call_cpu_ns", "return_ns")
+OPS = ("run", "stage", "go", "collect", "wall", "profile")    # what a request may ask once the submission is imported
+REPLY_NUMBER_LISTS = ("times_ns", "wall_ns", "drain_ns", "phases_ns")
 
 
 @dataclass

@@ -158,7 +158,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
     channel.send(sock, {"ready": True, "pid": os.getpid(), "notices": list(warnings) + _notices(emulation, blackwell)})
-    ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, host, profile
+    ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
     failed_builds = None     # a build that failed in one call is named again in the next ones (made at a first error)
     while True:
         try:

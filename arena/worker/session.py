@@ -215,12 +215,6 @@ class Session:
         return {"outputs": outputs, "wall_ns": wall, "drain_ns": drain,
                 "sync_ns": harness_guard.sync_latency_ns(self._sync)}
 
-    def host(self, inputs: list) -> dict:
-        """Calls timed on the host (predict: the per-call cost outside the emulated kernels)."""
-        from arena.audit import harness_guard
-        outputs, cpu, returned, drain = harness_guard.time_calls_host(self.custom_kernel, inputs, self._sync)
-        return {"outputs": outputs, "call_cpu_ns": cpu, "return_ns": returned, "drain_ns": drain}
-
     def profile(self, inputs: list) -> dict:
         import torch
         from torch.profiler import ProfilerActivity, profile
