@@ -16,11 +16,13 @@ the handle there is read.
 """
 from __future__ import annotations
 
+import atexit
 import glob
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -54,7 +56,9 @@ def _environment() -> None:
     # write (a cached module holds whatever binary an earlier run embedded, emulated or not).
     os.environ["CUTE_DSL_ARCH"] = ARCH
     os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
-    os.environ["CUTE_DSL_CACHE_DIR"] = tempfile.mkdtemp(prefix="cute-dsl-cache-")
+    cache = tempfile.mkdtemp(prefix="cute-dsl-cache-")
+    atexit.register(shutil.rmtree, cache, True)
+    os.environ["CUTE_DSL_CACHE_DIR"] = cache
 
 
 def with_ptx_dump(pipeline: str, base: str) -> str:

@@ -69,11 +69,49 @@ def _account_exists(uid: int) -> bool:
         return False
 
 
+PASSWD_PREFIX = "arena-passwd-"      # <tmp>/arena-passwd-<the evaluator's pid>-<random>/passwd
+
+
+def remove_stale_passwd_folders() -> int:
+    """The passwd folders of evaluators that are gone: atexit removes a folder, but not when its evaluator was
+    killed. Only this user's, only those whose pid no longer runs (a reused pid keeps its folder a while longer).
+    How many were removed."""
+    base, removed = tempfile.gettempdir(), 0
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return 0
+    for name in names:
+        pid = name[len(PASSWD_PREFIX):].split("-", 1)[0]
+        if not name.startswith(PASSWD_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += not os.path.exists(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:         # alive, another user's
+        return True
+    return True
+
+
 def passwd_file(uid: int, home: str) -> str:
     """A world-readable copy of the host's /etc/passwd with an account for the jail's uid, bound over /etc/passwd in
     the jail: torch.compile, Triton and getpass.getuser() look the user up (a public CuTe DSL submission failed at
     import with "getpwuid(): uid not found")."""
-    folder = tempfile.mkdtemp(prefix="arena-passwd-")
+    remove_stale_passwd_folders()
+    folder = tempfile.mkdtemp(prefix=f"{PASSWD_PREFIX}{os.getpid()}-")
     atexit.register(shutil.rmtree, folder, True)
     os.chmod(folder, 0o755)
     try:
