@@ -207,7 +207,8 @@ def test_a_tvm_ffi_kernels_library_handle_is_within_the_jits_reach(tmp_path):
 
 def test_the_same_ptx_is_assembled_once(tmp_path):
     """An autotuner compiles cutlass.utils.HardwareInfo's empty kernel once per configuration: the same PTX, read
-    from another folder each time, goes through the ptxas shim once and gives the same cubin."""
+    from another folder each time, goes through the ptxas shim once and gives the same cubin; the memo keeps only
+    the newest (cubins with the library linked in are large)."""
     out = _run("""
         import os, subprocess
         from arena.blackwell import cute_dsl, toolchain
@@ -228,6 +229,14 @@ def test_the_same_ptx_is_assembled_once(tmp_path):
         with open("c/kernel.sm_100a.ptx", "w") as f:
             f.write(ptx.replace("empty", "other"))
         blobs.append(cute_dsl.assemble_for_sm90a("c/kernel.sm_100a.ptx")[0])
-        print(len(calls), blobs[0] == blobs[1] == blobs[2], blobs[0] != blobs[3], blobs[0][:4].hex())
+        first = len(calls)
+        cute_dsl._ASSEMBLED_KEPT = 1            # the memo keeps the newest few: a third PTX pushes the first out
+        with open("c/kernel.sm_100a.ptx", "w") as f:
+            f.write(ptx.replace("empty", "third"))
+        cute_dsl.assemble_for_sm90a("c/kernel.sm_100a.ptx")
+        with open("c/kernel.sm_100a.ptx", "w") as f:
+            f.write(ptx)
+        again = cute_dsl.assemble_for_sm90a("c/kernel.sm_100a.ptx")[0]
+        print(first, len(calls), blobs[0] == blobs[1] == blobs[2] == again, blobs[0] != blobs[3], blobs[0][:4].hex())
     """, tmp_path)
-    assert out.split() == ["2", "True", "True", "7f454c46"]
+    assert out.split() == ["2", "4", "True", "True", "7f454c46"]

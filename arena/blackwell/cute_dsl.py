@@ -17,6 +17,7 @@ the handle there is read.
 from __future__ import annotations
 
 import atexit
+import collections
 import glob
 import hashlib
 import json
@@ -42,9 +43,11 @@ _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
 _state = {"installed": False, "readers": []}
-# sm_90a cubin and sites by the sha256 of the PTX: the same PTX assembles to the same cubin, and an autotuner
-# that asks cutlass.utils.HardwareInfo for every configuration compiles one empty kernel each time
-_ASSEMBLED: dict[str, tuple[bytes, dict[int, str]]] = {}
+# sm_90a cubin and sites by the sha256 of the PTX, the newest few: the same PTX assembles to the same cubin, and
+# an autotuner that asks cutlass.utils.HardwareInfo for every configuration compiles one empty kernel each time
+# (a cubin with the library linked in can take megabytes: the memo keeps few)
+_ASSEMBLED: collections.OrderedDict[str, tuple[bytes, dict[int, str]]] = collections.OrderedDict()
+_ASSEMBLED_KEPT = 16
 
 
 class CuteDslEmulationError(RuntimeError):
@@ -93,6 +96,7 @@ def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
             f.write(text)
     digest = hashlib.sha256(text).hexdigest()
     if digest in _ASSEMBLED:
+        _ASSEMBLED.move_to_end(digest)
         return _ASSEMBLED[digest]
     cubin = ptx_path + ".sm90a.cubin"
     sites_file = cubin + ".emu.json"
@@ -111,6 +115,8 @@ def assemble_for_sm90a(ptx_path: str) -> tuple[bytes, dict[int, str]]:
             sites = {int(r["site"]): str(r["instruction"]) for r in json.load(f)}
     with open(cubin, "rb") as f:
         _ASSEMBLED[digest] = (f.read(), sites)
+    while len(_ASSEMBLED) > _ASSEMBLED_KEPT:
+        _ASSEMBLED.popitem(last=False)
     return _ASSEMBLED[digest]
 
 
