@@ -12,8 +12,8 @@ bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_predictio
 
 Measured B200 figures set the rates (sources beside each constant); the per-call cost, the CTA fill and the
 per-SM TMA rate are fitted on public per-shape B200 times (bench/prediction/, `calibration.tsv`). A call that ran
-natively on the Hopper GPU (no MMA, scale copy or cuBLASLt FP4 matmul emulated: CUDA-core GEMVs) is predicted from its
-own time there, timed as `benchmark` times it (`NativeTiming`):
+natively on the Hopper GPU (no MMA, scale copy, torch._scaled_mm or cuBLASLt FP4 matmul emulated: CUDA-core
+GEMVs) is predicted from its own time there, timed as `benchmark` times it (`NativeTiming`):
 
     time = the case's DRAM floor on the B200 + (its time here - its DRAM floor here) x BEYOND_DRAM_RATIO
 
