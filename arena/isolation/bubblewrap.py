@@ -72,18 +72,19 @@ def _account_exists(uid: int) -> bool:
 PASSWD_PREFIX = "arena-passwd-"      # <tmp>/arena-passwd-<the evaluator's pid>-<random>/passwd
 
 
-def remove_stale_passwd_folders() -> int:
+def remove_stale_passwd_folders() -> None:
     """The passwd folders of evaluators that are gone: atexit removes a folder, but not when its evaluator was
-    killed. Only this user's, only those whose pid no longer runs (a reused pid keeps its folder a while longer).
-    How many were removed."""
-    base, removed = tempfile.gettempdir(), 0
+    killed. Only this user's, only those whose pid no longer runs (a reused pid keeps its folder a while longer)."""
+    base = tempfile.gettempdir()
     try:
         names = os.listdir(base)
     except OSError:
-        return 0
+        return
     for name in names:
+        if not name.startswith(PASSWD_PREFIX):
+            continue
         pid = name[len(PASSWD_PREFIX):].split("-", 1)[0]
-        if not name.startswith(PASSWD_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or _alive(int(pid)):
             continue
         path = os.path.join(base, name)
         try:
@@ -92,8 +93,6 @@ def remove_stale_passwd_folders() -> int:
         except OSError:
             continue
         shutil.rmtree(path, ignore_errors=True)
-        removed += not os.path.exists(path)
-    return removed
 
 
 def _alive(pid: int) -> bool:
