@@ -380,6 +380,28 @@ def test_a_cute_dsl_kernel_called_through_tvm_ffi_has_its_counts_read(tmp_path, 
     prediction = json.loads(out.read_text())["cases"][0]["prediction"]
     assert prediction["counts"]["mmas"] > 0 and prediction["counts"]["mma_sites"] > 0, prediction
     assert prediction["b200_us"] > 0 and prediction["hopper_us"] is None
+    assert prediction["counts"]["dsl_calls"] == 0       # a TVM FFI function calls into C: no marshalling counted
+
+
+@pytest.mark.gpu
+def test_a_direct_cute_dsl_call_and_the_pointers_made_for_it_are_counted(tmp_path, hopper_gpu):
+    """On a Hopper GPU with CuTe DSL: our DSL GEMM look-alike compiles once with pointers of its own, then makes
+    five pointers and calls the compiled function once per call; each predicted case counts exactly that, and the
+    prediction carries its host work."""
+    pytest.importorskip("cutlass.cute")
+    out = tmp_path / "p.json"
+    done = subprocess.run([sys.executable, "eval.py", "predict", "-q", "--only", "1,2", "--submission",
+                           os.path.join(ROOT, "tests", "blackwell", "cute_dsl_nvfp4_gemm.py"), "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = json.loads(out.read_text())["cases"]
+    assert len(cases) == 2
+    for case in cases:
+        prediction = case["prediction"]
+        assert (prediction["counts"]["dsl_calls"], prediction["counts"]["dsl_arguments"]) == (1, 5), prediction
+        assert prediction["call_us"] == pytest.approx(b200.CALL_US + b200.DSL_CALL_US + 5 * b200.DSL_ARGUMENT_US,
+                                                      abs=1e-3)
+        assert "1 direct CuTe DSL call(s) with 5 argument object(s)" in prediction["rests_on"]
 
 
 def test_a_direct_cublaslt_fp4_matmul_is_predicted_from_cublaslts_public_time_and_never_timed_here():
@@ -388,3 +410,49 @@ def test_a_direct_cublaslt_fp4_matmul_is_predicted_from_cublaslts_public_time_an
     p = b200.predict("nvfp4_gemm", GEMM, counts, b200.NativeTiming(5000.0, 4000.0))
     assert p.b200_us == b200.SCALED_MM_US[(128, 7168, 16384, 1)] and p.bound == "cuBLASLt"
     assert p.rests_on.startswith("cuBLASLt's NVFP4 matmul: ") and p.hopper_us is None
+
+
+def test_a_direct_cute_dsl_call_adds_its_host_work_per_call_and_per_argument_object_made():
+    pipelined = _tiled(112, 0.25)
+    plain = b200.predict("nvfp4_gemm", GEMM, pipelined)
+    called = b200.predict("nvfp4_gemm", GEMM, b200.WorkCounts(**{**pipelined.__dict__, "dsl_calls": 1,
+                                                                   "dsl_arguments": 7}))
+    added = b200.DSL_CALL_US + 7 * b200.DSL_ARGUMENT_US
+    assert called.b200_us == pytest.approx(plain.b200_us + added, abs=1e-3)
+    assert called.call_us == pytest.approx(b200.CALL_US + added, abs=1e-3) and plain.call_us == b200.CALL_US
+    assert "1 direct CuTe DSL call(s) with 7 argument object(s)" in called.rests_on
+    assert "CuTe DSL" not in plain.rests_on
+
+
+class _Compiled:
+    """A stand-in for CuTe DSL's JitCompiledFunction: its call returns what it was given."""
+    def __call__(self, *args, **kwargs):
+        return args, kwargs
+
+
+def test_dsl_calls_count_the_argument_objects_made_for_them_not_those_kept_from_before():
+    """The wrappers cute_dsl installs on CuTe DSL's runtime and executor modules, on stand-ins of both: an argument
+    object counts when it was made since the last call (or count) and passed to this one."""
+    from types import SimpleNamespace
+
+    from arena.blackwell import cute_dsl
+    runtime_module = SimpleNamespace(make_ptr=lambda address: [address], from_dlpack=lambda t: {"t": t})
+    executor_module = SimpleNamespace(JitCompiledFunction=type("JitCompiledFunction", (_Compiled,), {}))
+    cute_dsl._wrap_argument_makers(runtime_module)
+    cute_dsl._wrap_direct_call(executor_module)
+    compiled = executor_module.JitCompiledFunction()
+    cute_dsl.take_host_counts()
+
+    kept = runtime_module.make_ptr(1)               # made before the call began: the submission keeps it
+    cute_dsl.take_host_counts()
+    compile_time = runtime_module.make_ptr(0)       # made and never passed to the call
+    a, b = runtime_module.make_ptr(2), runtime_module.from_dlpack(3)
+    assert compiled(a, kept, 4, c=b) == ((a, kept, 4), {"c": b})
+    assert cute_dsl.take_host_counts() == {"dsl_calls": 1, "dsl_arguments": 2}
+    assert compile_time == [0]
+
+    again = runtime_module.make_ptr(5)
+    compiled(a, again)                              # `a` was made for the first call: reused now
+    compiled(again)                                 # made before the call before this one
+    assert cute_dsl.take_host_counts() == {"dsl_calls": 2, "dsl_arguments": 1}
+    assert cute_dsl.take_host_counts() == {"dsl_calls": 0, "dsl_arguments": 0}

@@ -33,6 +33,8 @@ ARCH = "sm_100a"
 COMPILER_MODULE = "cutlass.base_dsl.compiler"
 EXECUTOR_MODULE = "cutlass.cutlass_dsl.cuda_jit_executor"
 TVM_FFI_MODULE = "cutlass.cutlass_dsl.tvm_ffi_provider"
+JIT_EXECUTOR_MODULE = "cutlass.base_dsl.jit_executor"
+RUNTIME_MODULE = "cutlass.cute.runtime"
 # Under --enable-tvm-ffi the host code loads the library itself on its first call and keeps the handle in a private
 # global of the module (cutlass/cutlass_dsl/tvm_ffi_provider.py, `cuda_global_state_symbol`).
 _TVM_FFI_STATE = re.compile(r"^__\w+_cuda_state$")
@@ -42,7 +44,8 @@ _STATE_ACCESSOR = "nvfp4emu_library_state_{}"
 _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
-_state = {"installed": False, "readers": []}
+_state = {"installed": False, "readers": [], "calls": 0, "arguments": 0, "made": []}
+_MADE_KEPT = 256        # argument objects made since the last call that are held to be recognised by identity
 # sm_90a cubin and sites by the sha256 of the PTX, the newest few: the same PTX assembles to the same cubin, and
 # an autotuner that asks cutlass.utils.HardwareInfo for every configuration compiles one empty kernel each time
 # (a cubin with the library linked in can take megabytes: the memo keeps few)
@@ -272,7 +275,50 @@ def _wrap_loader(executor_module) -> None:
     cls._load_cuda_library = _load_cuda_library
 
 
-_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader, TVM_FFI_MODULE: _wrap_tvm_ffi}
+def _wrap_argument_makers(runtime_module) -> None:
+    """make_ptr and from_dlpack keep what they make until the next direct call, which counts those it is given."""
+    for name in ("make_ptr", "from_dlpack"):
+        original = getattr(runtime_module, name, None)
+        if original is None:
+            continue
+
+        def make(*args, _original=original, **kwargs):
+            made = _original(*args, **kwargs)
+            _state["made"] = _state["made"][-(_MADE_KEPT - 1):] + [made]
+            return made
+
+        make.__doc__, make.__name__ = original.__doc__, name
+        setattr(runtime_module, name, make)
+
+
+def _wrap_direct_call(jit_executor_module) -> None:
+    """Counts the direct calls of a compiled function (not through TVM FFI, whose functions call into C) and the
+    argument objects made for each: the host work such a call costs (arena/predict/b200.py, DSL_CALL_US)."""
+    cls = jit_executor_module.JitCompiledFunction
+    original = cls.__call__
+
+    def __call__(self, *args, **kwargs):
+        made = {id(o) for o in _state["made"]}
+        _state["calls"] += 1
+        _state["arguments"] += sum(1 for value in (*args, *kwargs.values()) if id(value) in made)
+        _state["made"] = []
+        return original(self, *args, **kwargs)
+
+    __call__.__doc__ = original.__doc__
+    cls.__call__ = __call__
+
+
+def take_host_counts() -> dict:
+    """Direct calls of compiled CuTe DSL functions since the last take, and the argument objects (make_ptr,
+    from_dlpack) made for them rather than kept from an earlier call; cleared."""
+    counts = {"dsl_calls": _state["calls"], "dsl_arguments": _state["arguments"]}
+    _state["calls"] = _state["arguments"] = 0
+    _state["made"] = []         # made before the next call began: kept by the submission, not made for a call
+    return counts
+
+
+_PATCHES = {COMPILER_MODULE: _wrap_compile, EXECUTOR_MODULE: _wrap_loader, TVM_FFI_MODULE: _wrap_tvm_ffi,
+            JIT_EXECUTOR_MODULE: _wrap_direct_call, RUNTIME_MODULE: _wrap_argument_makers}
 
 
 def install() -> None:

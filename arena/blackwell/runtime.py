@@ -65,6 +65,8 @@ def take_counts() -> dict:
     counts["tma_bytes"] = counts.pop("tma_bytes_16") * 16
     counts["mma_sites"] = emulated_mma_sites()
     counts["cublaslt_fp4_calls"], _state["cublaslt_fp4_calls"] = _state["cublaslt_fp4_calls"], 0
+    from arena.blackwell import cute_dsl
+    counts.update(cute_dsl.take_host_counts())
     return counts
 
 

@@ -5,6 +5,7 @@ issue (arena/blackwell/runtime.take_counts: tcgen05 MMAs and their multiply-adds
 bytes, CTAs, cluster and MMA shape). The model, in the order docs/b200_prediction.md argues it:
 
     time = per-call cost + max(DRAM time, the busiest SM's time)
+    per-call cost      = CALL_US + the host work of direct CuTe DSL calls (their argument marshalling)
     DRAM time          = the case's compulsory bytes (A, B, their scale factors, C) / the B200's DRAM bandwidth
     busiest SM's time  = waves x (CTA fill + max(the CTA's MMA time, the CTA's TMA time))
     waves              = ceil(CTAs / 148 SMs), one CTA per SM (a tcgen05 CTA holds most of its SM's shared and
@@ -40,6 +41,13 @@ CTA_FILL_US = 2.0               # a CTA's pipeline fill (first loads from DRAM) 
 TMA_BYTES_PER_SM_PER_US = 150e3  # what one SM's TMA loads sustain from L2 (bytes per µs)
 ROUND_TRIP_US = 0.7             # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
 RANGE = (0.76, 7.13)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+
+# A direct call of a compiled CuTe DSL function (not through TVM FFI) marshals its arguments in Python before the
+# launch: 13.5 µs of host time a call with 5 argument objects reused, 20.8 µs with them made for the call, 3.8 µs
+# for the same launch with its arguments prepared, on a B200 host (NVIDIA/cutlass issue 3418, a trivial kernel,
+# median of 5000 calls). The call's cost beyond a launch from compiled code, and each argument object made for it.
+DSL_CALL_US = 13.5 - 3.8
+DSL_ARGUMENT_US = 5.9 / 5      # the issue's isolated figure for making the 5 argument objects
 
 # torch._scaled_mm (cuBLASLt's NVFP4 GEMM) on a B200, per benchmark shape: gau-nernst/gpu-mode-kernels
 # nvidia/nvfp4_gemm/README.md (the `torch._scaled_mm` submission) and nvidia/nvfp4_dual_gemm/README.md (the
@@ -80,6 +88,8 @@ class WorkCounts:
     scaled_mm_calls: int = 0
     cublaslt_fp4_calls: int = 0     # cuBLASLt's NVFP4 matmul called directly (emulated by arena/blackwell)
     mma_sites: int = 0          # tcgen05.mma instructions in the emulated modules built so far (not a count of issues)
+    dsl_calls: int = 0          # direct calls of compiled CuTe DSL functions (host work: DSL_CALL_US each)
+    dsl_arguments: int = 0      # ... and the argument objects (make_ptr, from_dlpack) made for them
 
     @classmethod
     def from_reply(cls, given) -> "WorkCounts":
@@ -102,7 +112,7 @@ class Prediction:
     high_us: float | None
     rests_on: str               # what the figure is made from, in words
     bound: str = ""             # DRAM, MMA, TMA or per-call cost: the term that sets it
-    call_us: float = 0.0
+    call_us: float = 0.0        # the per-call cost: CALL_US and a CuTe DSL call's host work
     dram_us: float = 0.0
     sm_us: float = 0.0          # the busiest SM: waves x (fill + max(MMA, TMA))
     mma_us_per_cta: float = 0.0
@@ -204,9 +214,10 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
                 return _with_range(table[shapes[0]], f"{library}: cuBLASLt's public B200 time for this shape",
                                    bound="cuBLASLt", dram_bytes=moved)
             return Prediction(None, None, None, f"{library}: no public B200 time for this shape")
-        us = CALL_US + dram_us
+        call_us, host = _call_cost(counts)
+        us = call_us + dram_us
         return _with_range(us, "no tcgen05 MMA issued: the case's DRAM bytes at the B200's bandwidth (the "
-                           "kernel's own efficiency is not seen)", bound="DRAM", call_us=CALL_US,
+                           "kernel's own efficiency is not seen)" + host, bound="DRAM", call_us=call_us,
                            dram_us=round(dram_us, 3), dram_bytes=moved)
     ctas = max(counts.allocs, counts.grid_ctas, 1)
     waves = math.ceil(ctas / SMS)
@@ -220,16 +231,27 @@ def _predict(task: str, args: dict, counts: WorkCounts | None, native: NativeTim
     serial = counts.commits * 2 >= counts.mmas
     trips_us = counts.commits / ctas * ROUND_TRIP_US if serial else 0.0
     sm_us = waves * (CTA_FILL_US + max(mma_us, tma_us, trips_us))
-    us = CALL_US + max(dram_us, sm_us)
+    call_us, host = _call_cost(counts)
+    us = call_us + max(dram_us, sm_us)
     bound = "DRAM" if dram_us >= sm_us else "serial k-loop" if trips_us >= max(mma_us, tma_us) else \
         "MMA" if mma_us >= tma_us else "TMA"
     source = "tensor TMA loads" if measured_tma else \
         "tensor TMA loads of unread size: the MMAs' operand bytes" if counts.tma_loads else \
         "no tensor TMA counted: the MMAs' operand bytes"
-    return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}", bound=bound,
-                       call_us=CALL_US, dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
+    return _with_range(us, f"{counts.mmas} tcgen05 MMAs over {ctas} CTAs; {source}{host}", bound=bound,
+                       call_us=round(call_us, 3), dram_us=round(dram_us, 3), sm_us=round(sm_us, 3),
                        mma_us_per_cta=round(mma_us, 3), tma_us_per_cta=round(tma_us, 3), waves=waves, ctas=ctas,
                        dram_bytes=moved, tma_bytes_per_cta=round(loaded / ctas, 1))
+
+
+def _call_cost(counts: WorkCounts) -> tuple[float, str]:
+    """The per-call cost in µs (CALL_US and the host work of direct CuTe DSL calls) and, when there is such work,
+    a clause that says so."""
+    host_us = counts.dsl_calls * DSL_CALL_US + counts.dsl_arguments * DSL_ARGUMENT_US
+    if not host_us:
+        return CALL_US, ""
+    return CALL_US + host_us, (f"; {counts.dsl_calls} direct CuTe DSL call(s) with {counts.dsl_arguments} argument "
+                               f"object(s) made for them: {host_us:.1f} µs of host work (B200 host, cutlass#3418)")
 
 
 def _operand_bytes(counts: WorkCounts) -> float:
