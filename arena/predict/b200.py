@@ -36,11 +36,11 @@ DRAM_BYTES_PER_US = 5914.8e9 / 1e6
 MMA_PER_SM_PER_US = 5797e12 / 2 / SMS / 1e6      # multiply-adds per SM per µs (block-scaled FP4)
 
 # ---- Fitted on the first half of bench/prediction/calibration.tsv (`bench/prediction/calibrate.py fit` prints them)
-CALL_US = 8.0                   # the competition's per-call cost: Python, the launches, the first wave's start
-CTA_FILL_US = 2.0               # a CTA's pipeline fill (first loads from DRAM) and its epilogue
+CALL_US = 6.0                   # the competition's per-call cost: Python, the launches, the first wave's start
+CTA_FILL_US = 4.0               # a CTA's pipeline fill (first loads from DRAM) and its epilogue
 TMA_BYTES_PER_SM_PER_US = 150e3  # what one SM's TMA loads sustain from L2 (bytes per µs)
-ROUND_TRIP_US = 0.7             # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
-RANGE = (0.76, 7.13)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+ROUND_TRIP_US = 0.5             # a serial k-loop's wait per commit: TMA in, MMA, commit, wait, again
+RANGE = (0.82, 7.70)            # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 # A direct call of a compiled CuTe DSL function (not through TVM FFI) marshals its arguments in Python before the
 # launch: 13.5 µs of host time a call with 5 argument objects reused, 20.8 µs with them made for the call, 3.8 µs
@@ -62,8 +62,8 @@ SCALED_MM_PAIR_US = {(256, 4096, 7168, 1): 40.6, (512, 4096, 7168, 1): 43.2, (25
 # is bound by memory, which a B200 moves much faster.
 LATENCY_BOUND_SHARE = 0.07      # below this share of the DRAM bandwidth here, a call counts as latency-bound
 BEYOND_DRAM_RATIO = 0.35        # B200 / this GPU for the time a kernel takes beyond its DRAM floor
-LATENCY_BOUND_RATIO = 0.9       # ... for a latency-bound one
-NATIVE_RANGE = (0.61, 1.59)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
+LATENCY_BOUND_RATIO = 0.85      # ... for a latency-bound one
+NATIVE_RANGE = (0.76, 4.81)      # prediction x these: the 10th and 90th percentiles of logged / predicted, fitting half
 
 COUNT_LIMIT = 1 << 45           # a count above this is not one an honest run of these shapes issues
 

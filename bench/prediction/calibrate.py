@@ -262,6 +262,12 @@ def summary(obs: list[dict], label: str) -> None:
         if chosen:
             print(f"    {basis}: {len(chosen)} shapes, median relative error "
                   f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in chosen):.1f} %")
+    for kind in sorted({o["kind"] for o in obs}):
+        chosen = [(o, p) for o, p in scored if o["kind"] == kind]
+        listed = [o for o in obs if o["kind"] == kind]
+        error = f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in chosen):.1f} %" if chosen else "-"
+        print(f"    {kind}: {len(chosen)} of {len(listed)} shapes predicted ({len({o['id'] for o, _ in chosen})} "
+              f"files), median relative error {error}")
     for problem in sorted({o["problem"] for o in obs}) + ["all"]:
         per_file = {}
         for o, p in scored:
