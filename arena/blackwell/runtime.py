@@ -22,7 +22,7 @@ from arena.blackwell.error_words import MESSAGES, WARNINGS, describe  # noqa: F4
 from arena.report.results import CANNOT_JUDGE, CANNOT_JUDGE_HERE   # the words that count a case as not judged
 
 ANNOUNCEMENT = ("--emulate-blackwell: the submission's CUDA code was built for sm_100a and its tcgen05 "
-                "instructions run in software on this Hopper GPU (correctness only: no times are reported)")
+                "instructions run in software on this Hopper GPU (correctness only: predict models a B200's time)")
 CAPABILITY = (10, 0)
 
 class EmulationError(RuntimeError):

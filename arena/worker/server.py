@@ -157,8 +157,7 @@ def serve(sock: socket.socket, warnings: list[str] = ()):
         channel.send(sock, {"error": f"cannot import submission: {explained}",
                             "traceback": traceback.format_exc(limit=-3), "cuda_broken": _cuda_broken()})
         return
-    removed = [f"removed {path}: a build lock an evaluation killed while building left behind (no live evaluation "
-               "of this file holds it)" for path in session.stale_build_locks]
+    removed = [f"removed {path}: a killed build's lock" for path in session.stale_build_locks]
     channel.send(sock, {"ready": True, "pid": os.getpid(),
                         "notices": list(warnings) + removed + _notices(emulation, blackwell)})
     ops = {op: getattr(session, op) for op in OPS}       # run, stage, go, collect, wall, profile
