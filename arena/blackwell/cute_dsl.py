@@ -44,8 +44,8 @@ _STATE_ACCESSOR = "nvfp4emu_library_state_{}"
 _BINARY_MAGIC = (b"\x50\xed\x55\xba", b"\x7fELF")      # fatbinary, cubin
 _RECORD_BYTES = 64                                      # words 0-15 of __nvfp4emu_state: the error record
 _COUNTS_AT, _HEADER_BYTES = 72, 128                     # words 18-31: the call's work counts (read, then cleared)
-_state = {"installed": False, "readers": [], "calls": 0, "arguments": 0, "made": []}
-_MADE_KEPT = 256        # argument objects made since the last call that are held to be recognised by identity
+# "made": the argument objects made since the last direct call (the newest 256), held to be recognised by identity
+_state = {"installed": False, "readers": [], "calls": 0, "arguments": 0, "made": collections.deque(maxlen=256)}
 # sm_90a cubin and sites by the sha256 of the PTX, the newest few: the same PTX assembles to the same cubin, and
 # an autotuner that asks cutlass.utils.HardwareInfo for every configuration compiles one empty kernel each time
 # (a cubin with the library linked in can take megabytes: the memo keeps few)
@@ -284,7 +284,7 @@ def _wrap_argument_makers(runtime_module) -> None:
 
         def make(*args, _original=original, **kwargs):
             made = _original(*args, **kwargs)
-            _state["made"] = _state["made"][-(_MADE_KEPT - 1):] + [made]
+            _state["made"].append(made)
             return made
 
         make.__doc__, make.__name__ = original.__doc__, name
@@ -301,7 +301,7 @@ def _wrap_direct_call(jit_executor_module) -> None:
         made = {id(o) for o in _state["made"]}
         _state["calls"] += 1
         _state["arguments"] += sum(1 for value in (*args, *kwargs.values()) if id(value) in made)
-        _state["made"] = []
+        _state["made"].clear()
         return original(self, *args, **kwargs)
 
     __call__.__doc__ = original.__doc__
@@ -313,7 +313,7 @@ def take_host_counts() -> dict:
     from_dlpack) made for them rather than kept from an earlier call; cleared."""
     counts = {"dsl_calls": _state["calls"], "dsl_arguments": _state["arguments"]}
     _state["calls"] = _state["arguments"] = 0
-    _state["made"] = []         # made before the next call began: kept by the submission, not made for a call
+    _state["made"].clear()      # made before the next call began: kept by the submission, not made for a call
     return counts
 
 

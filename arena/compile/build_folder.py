@@ -14,6 +14,8 @@ import fcntl
 import glob
 import os
 
+from arena.isolation.homes import BUILD_LOCK
+
 MARKER = ".arena-evaluators"
 _held: list[int] = []       # the descriptor stays open until the process ends: closing it would drop the lock
 
@@ -34,7 +36,7 @@ def claim(folder: str | None) -> list[str]:
     except OSError:
         pass                # another live evaluation of this file: its locks are its own
     else:
-        for stale in glob.glob(os.path.join(glob.escape(folder), "*", "lock")):
+        for stale in glob.glob(os.path.join(glob.escape(folder), "*", BUILD_LOCK)):
             try:
                 os.remove(stale)
                 removed.append(stale)

@@ -56,10 +56,10 @@ class Session:
         self.scratch: list = []
         import threading
         from arena.audit import harness_guard  # noqa: F401
+        from arena.clock import masking, timing  # noqa: F401
         from arena.compile import build_folder
         # before the import builds anything: a build lock a killed evaluation left would stall it in silence
         self.stale_build_locks = build_folder.claim(os.environ.get("TORCH_EXTENSIONS_DIR"))
-        from arena.clock import masking, timing  # noqa: F401
         self.guard = harness_guard.HarnessGuard()      # before the submission can touch anything
         self.threads_before = foreign_threads(threading)
         kernel = self._import(submission)

@@ -250,22 +250,25 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     return num / den if den else None
 
 
+def median_error(scored: list[tuple[dict, float]]) -> str:
+    """The median of |predicted / logged - 1| over (observation, prediction) pairs, as a percentage."""
+    return f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in scored):.1f} %"
+
+
 def summary(obs: list[dict], label: str) -> None:
     scored = [(o, predicted(o)) for o in obs]
     scored = [(o, p) for o, p in scored if p]
-    rel = [abs(p / o["logged"] - 1) for o, p in scored]
-    print(f"\n{label}: {len(obs)} shapes of {len({o['id'] for o in obs})} files; predicted {len(rel)}")
-    if rel:
-        print(f"  median relative error {100 * statistics.median(rel):.1f} %")
+    print(f"\n{label}: {len(obs)} shapes of {len({o['id'] for o in obs})} files; predicted {len(scored)}")
+    if scored:
+        print(f"  median relative error {median_error(scored)}")
     for basis, chosen in (("from the counts", [(o, p) for o, p in scored if o["native"] is None]),
                           ("from the time here", [(o, p) for o, p in scored if o["native"] is not None])):
         if chosen:
-            print(f"    {basis}: {len(chosen)} shapes, median relative error "
-                  f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in chosen):.1f} %")
+            print(f"    {basis}: {len(chosen)} shapes, median relative error {median_error(chosen)}")
     for kind in sorted({o["kind"] for o in obs}):
         chosen = [(o, p) for o, p in scored if o["kind"] == kind]
         listed = [o for o in obs if o["kind"] == kind]
-        error = f"{100 * statistics.median(abs(p / o['logged'] - 1) for o, p in chosen):.1f} %" if chosen else "-"
+        error = median_error(chosen) if chosen else "-"
         print(f"    {kind}: {len(chosen)} of {len(listed)} shapes predicted ({len({o['id'] for o, _ in chosen})} "
               f"files), median relative error {error}")
     for problem in sorted({o["problem"] for o in obs}) + ["all"]:
